@@ -1,0 +1,281 @@
+// Package sim is connlab's discrete-event model of what a connection costs:
+// DNS, TCP and TLS handshakes, round trips, keep-alive idle timeouts, worker
+// processes with their own pools, TIME_WAIT and local-port exhaustion.
+//
+// It runs in virtual time (a time.Duration from the start of the run) and
+// never sleeps: a 75 s keep-alive timeout costs nothing to simulate. Events
+// at the same instant run in the order they were scheduled, and the only
+// randomness comes from a seeded generator, so the same scenario and seed give
+// the same output byte for byte.
+//
+// The package uses the standard library only.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+)
+
+// evKind is what a scheduled engine event does.
+type evKind uint8
+
+const (
+	evArrive      evKind = iota // a request reaches the workers (a = user, or -1)
+	evStartCall                 // a worker begins the next call of request a
+	evServerStart               // request of a reaches the server (bounded server only)
+	evServerDone                // server finished request a
+	evCallDone                  // the call of request a ended at the client
+	evServerIdle                // keep-alive timer of connection a, generation b
+	evTimeWaitEnd               // TIME_WAIT socket with token a on side b expires
+	evSample                    // take a time-series sample
+)
+
+// item is one scheduled event. Ties at the same time run in scheduling order,
+// which makes runs deterministic.
+type item struct {
+	at   time.Duration
+	a, b int32
+	kind evKind
+}
+
+// eventQueue is a radix heap: a monotone priority queue for a simulation
+// whose clock never goes back. An item waits in the bucket numbered by the
+// highest bit in which its time differs from the last time popped; bucket 0
+// holds the items due at that time, in the order they were scheduled. Every
+// bucket keeps scheduling order, so ties run first-scheduled first. Each
+// item moves down at most 64 times, and pushes cost a few bit operations.
+type eventQueue struct {
+	last    uint64
+	buckets [65][]item
+	head    int // next item of bucket 0
+	size    int
+}
+
+func (q *eventQueue) len() int { return q.size }
+
+func (q *eventQueue) push(it item) {
+	b := bits.Len64(uint64(it.at) ^ q.last)
+	q.buckets[b] = append(q.buckets[b], it)
+	q.size++
+}
+
+func (q *eventQueue) pop() item {
+	if q.head == len(q.buckets[0]) {
+		q.buckets[0], q.head = q.buckets[0][:0], 0
+		i := 1
+		for len(q.buckets[i]) == 0 {
+			i++
+		}
+		src := q.buckets[i]
+		minAt := src[0].at
+		for _, it := range src[1:] {
+			minAt = min(minAt, it.at)
+		}
+		q.last = uint64(minAt)
+		for _, it := range src {
+			b := bits.Len64(uint64(it.at) ^ q.last)
+			q.buckets[b] = append(q.buckets[b], it)
+		}
+		q.buckets[i] = src[:0]
+	}
+	b0 := q.buckets[0]
+	it := b0[q.head]
+	q.head++
+	q.size--
+	if q.head >= 4096 && 2*q.head >= len(b0) {
+		// Many events at one instant: reclaim the consumed front.
+		n := copy(b0, b0[q.head:])
+		q.buckets[0], q.head = b0[:n], 0
+	}
+	return it
+}
+
+// Options control a run without changing what is modelled.
+type Options struct {
+	// Seed for the random generator; the same seed gives the same run.
+	Seed uint64
+	// Sink, if not nil, receives every event in time order. The pointer is
+	// only valid during the call: copy what you keep.
+	Sink func(*Event)
+}
+
+// Result is what one run of a scenario produced.
+type Result struct {
+	Summary Summary
+	Series  Series
+	// EngineEvents counts the scheduled events the engine processed.
+	EngineEvents int64
+}
+
+// ErrTooManyRequests reports a run that would exceed MaxRunRequests.
+var ErrTooManyRequests = errors.New("run exceeds the request limit")
+
+// Run simulates s. It returns an error only for a scenario that fails
+// Validate, a run that would exceed MaxRunRequests, or a cancelled ctx;
+// failures the lesson is about (EADDRNOTAVAIL, keep-alive races) are data in
+// the Result.
+func Run(ctx context.Context, s Scenario, opt Options) (*Result, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	m := newModel(s, opt)
+	if err := m.run(ctx); err != nil {
+		return nil, err
+	}
+	return m.result(), nil
+}
+
+// model is the state of one run.
+type model struct {
+	s    Scenario
+	now  time.Duration
+	h    eventQueue
+	rng  *rand.Rand
+	sink func(*Event)
+	ev   Event
+	col  Collector
+
+	half       time.Duration // one-way delay, RTT/2
+	crttHalf   time.Duration
+	twReuse    bool
+	shareMasks []uint8
+	policy     policy
+
+	load
+	workers
+	pools
+	ports
+	sockets
+	srv server
+
+	series    Series
+	processed int64
+	loadEnd   time.Duration
+	stopAt    time.Duration // -1 until the load has ended
+}
+
+func newModel(s Scenario, opt Options) *model {
+	m := &model{
+		s:        s,
+		rng:      rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
+		sink:     opt.Sink,
+		half:     s.RTT / 2,
+		crttHalf: s.ClientRTT / 2,
+		twReuse:  s.TWReuse == 1 || (s.TWReuse == 2 && s.Loopback),
+		stopAt:   -1,
+	}
+	m.policy = policyOf(s.Reuse)
+	for _, set := range s.ShareSets {
+		mask, err := ShareMask(set)
+		if err != nil {
+			mask = ShareDNS | ShareConnect | ShareSSLSession // only checked for process reuse
+		}
+		m.shareMasks = append(m.shareMasks, mask)
+	}
+	m.series.Interval = s.SeriesInterval
+	m.initWorkers()
+	m.initPorts()
+	return m
+}
+
+func (m *model) schedule(at time.Duration, kind evKind, a, b int32) {
+	if at < m.now {
+		at = m.now
+	}
+
+	m.h.push(item{at: at, a: a, b: b, kind: kind})
+}
+
+// emit sends the scratch event to the sink and the collector.
+func (m *model) emit(e *Event) {
+	m.col.Add(e)
+	if m.sink != nil {
+		m.sink(e)
+	}
+}
+
+// socketEvents reports whether socket-state events are wanted at all; the
+// collector only needs calls, requests, port errors and opens after one.
+func (m *model) socketEvents() bool { return m.sink != nil }
+
+func (m *model) run(ctx context.Context) error {
+	m.startLoad()
+	m.schedule(m.s.SeriesInterval, evSample, 0, 0)
+	for m.h.len() > 0 {
+		it := m.h.pop()
+		if m.stopAt >= 0 && it.at > m.stopAt {
+			break
+		}
+		m.now = it.at
+		m.processed++
+		if m.processed&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		switch it.kind {
+		case evArrive:
+			m.arrive(it.a)
+		case evStartCall:
+			m.nextCall(it.a)
+		case evServerStart:
+			m.serverStart(it.a)
+		case evServerDone:
+			m.serverDone(it.a)
+		case evCallDone:
+			m.callDone(it.a)
+		case evServerIdle:
+			m.serverIdle(it.a, it.b)
+		case evTimeWaitEnd:
+			m.timeWaitEnd(it.a, it.b)
+		case evSample:
+			m.sample()
+			if m.stopAt < 0 || m.now+m.s.SeriesInterval <= m.stopAt {
+				m.schedule(m.now+m.s.SeriesInterval, evSample, 0, 0)
+			}
+		}
+		if m.tooMany {
+			return fmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
+				ErrTooManyRequests, MaxRunRequests, FormatDuration(m.s.Duration))
+		}
+		if m.stopAt < 0 && m.loadDone() {
+			m.loadEnd = m.now
+			m.stopAt = m.now + m.s.Linger
+			if m.s.Linger == 0 {
+				break
+			}
+		}
+	}
+	if m.stopAt >= 0 && m.s.Linger > 0 {
+		m.now = m.stopAt
+	}
+	m.sample()
+	return ctx.Err()
+}
+
+func (m *model) result() *Result {
+	m.col.SetSockets(m.twPeak[sideClient], m.twPeak[sideServer], m.openPeak)
+	return &Result{Summary: m.col.Summary(), Series: m.series, EngineEvents: m.processed}
+}
+
+func (m *model) sample() {
+	x := Sample{
+		T:              roundS(m.now),
+		Open:           m.open,
+		TimeWait:       m.tw[sideClient].len(),
+		ServerTimeWait: m.tw[sideServer].len(),
+		PortsInUse:     m.open + m.tw[sideClient].len(),
+		Requests:       m.col.s.Requests - m.lastSample.Requests,
+		Connects:       m.col.s.Connects - m.lastSample.Connects,
+		Errors:         m.col.s.Errors - m.lastSample.Errors,
+	}
+	m.lastSample = m.col.s
+	if n := len(m.series.Samples); n > 0 && m.series.Samples[n-1].T == x.T {
+		return // the final sample fell on a sampling instant
+	}
+	m.series.Append(x)
+}

@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"strconv"
+	"time"
+)
+
+// Kind says what an Event records.
+type Kind uint8
+
+const (
+	// KindCall is one upstream call (one curl_exec, one Redis command, one
+	// proxied request) with curl's phase times.
+	KindCall Kind = iota
+	// KindOpen: a connection was established (At is when connect() started).
+	KindOpen
+	// KindIdle: a connection went back to its cache, unused.
+	KindIdle
+	// KindClose: a side closed a connection (By, Reason).
+	KindClose
+	// KindTimeWait: a socket entered TIME_WAIT on side By.
+	KindTimeWait
+	// KindTimeWaitEnd: a TIME_WAIT socket expired, or was reused (Reason "reused").
+	KindTimeWaitEnd
+	// KindPortError: connect() failed with EADDRNOTAVAIL.
+	KindPortError
+	// KindRequest: a web request finished (Total is its response time as the
+	// user saw it).
+	KindRequest
+)
+
+var kindNames = [...]string{"call", "open", "idle", "close", "time_wait", "time_wait_end", "port_error", "request"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind" + strconv.Itoa(int(k))
+}
+
+// ParseKind is the inverse of Kind.String.
+func ParseKind(s string) (Kind, bool) {
+	for i, n := range kindNames {
+		if n == s {
+			return Kind(i), true
+		}
+	}
+	return 0, false
+}
+
+// An Event is the one record that both the model and the real-server harness
+// emit, so every consumer (tables, JSON, the WebSocket stream, model-versus-
+// measured tests) is written once.
+//
+// For calls, the phase times follow curl's -w variables: each is measured
+// from the start of the call (Start), cumulatively. As curl reports them, a
+// call on a reused connection has NameLookup, Connect and AppConnect zero, and
+// a call without TLS has AppConnect zero.
+type Event struct {
+	Kind   Kind
+	At     time.Duration // run time of the event; for calls, when the call ended
+	Req    int           // web request number, from 1
+	Call   int           // call number within the request, from 1
+	Worker int           // worker process, from 1 (0: none)
+	Conn   int           // connection id, from 1 (0: none)
+
+	// Calls.
+	NewConn       bool // the call opened a connection (num_connects = 1)
+	Reused        bool // the call ran on a kept connection
+	Retried       bool // a reused connection was found closed by the server and the call was sent again
+	Start         time.Duration
+	Queue         time.Duration // waiting for a pool connection, included in the phases below
+	NameLookup    time.Duration
+	Connect       time.Duration
+	AppConnect    time.Duration
+	StartTransfer time.Duration
+	Total         time.Duration
+	Handshake     string // "full", "resumed", "0-rtt" or "" (no TLS handshake)
+
+	// Sockets.
+	LocalPort int
+	By        string // "client" or "server"
+	Reason    string
+	Error     string
+}
+
+// NumConnects is curl's CURLINFO_NUM_CONNECTS for a call.
+func (e *Event) NumConnects() int {
+	if e.NewConn {
+		return 1
+	}
+	return 0
+}
+
+// AppendJSON appends e as one JSON object (no newline) to b. Times are
+// milliseconds with microsecond precision. Only fields meaningful for the
+// kind are written. It does not allocate beyond growing b.
+func (e *Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"kind":"`...)
+	b = append(b, e.Kind.String()...)
+	b = append(b, `","at_ms":`...)
+	b = appendMS(b, e.At)
+	b = appendInt(b, "req", e.Req)
+	b = appendInt(b, "call", e.Call)
+	b = appendInt(b, "worker", e.Worker)
+	b = appendInt(b, "conn", e.Conn)
+	switch e.Kind {
+	case KindCall:
+		b = appendBool(b, "new_conn", e.NewConn)
+		b = appendBool(b, "reused", e.Reused)
+		b = append(b, `,"num_connects":`...)
+		b = strconv.AppendInt(b, int64(e.NumConnects()), 10)
+		if e.Retried {
+			b = appendBool(b, "retried", true)
+		}
+		b = append(b, `,"start_ms":`...)
+		b = appendMS(b, e.Start)
+		if e.Queue > 0 {
+			b = append(b, `,"queue_ms":`...)
+			b = appendMS(b, e.Queue)
+		}
+		b = append(b, `,"namelookup_ms":`...)
+		b = appendMS(b, e.NameLookup)
+		b = append(b, `,"connect_ms":`...)
+		b = appendMS(b, e.Connect)
+		b = append(b, `,"appconnect_ms":`...)
+		b = appendMS(b, e.AppConnect)
+		b = append(b, `,"starttransfer_ms":`...)
+		b = appendMS(b, e.StartTransfer)
+		b = append(b, `,"total_ms":`...)
+		b = appendMS(b, e.Total)
+		if e.Handshake != "" {
+			b = appendStr(b, "handshake", e.Handshake)
+		}
+	case KindRequest:
+		b = append(b, `,"start_ms":`...)
+		b = appendMS(b, e.Start)
+		b = append(b, `,"total_ms":`...)
+		b = appendMS(b, e.Total)
+	}
+	if e.LocalPort != 0 {
+		b = appendInt(b, "local_port", e.LocalPort)
+	}
+	if e.By != "" {
+		b = appendStr(b, "by", e.By)
+	}
+	if e.Reason != "" {
+		b = appendStr(b, "reason", e.Reason)
+	}
+	if e.Error != "" || e.Kind == KindCall {
+		b = appendStr(b, "error", e.Error)
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON implements json.Marshaler with AppendJSON.
+func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+
+func appendMS(b []byte, d time.Duration) []byte {
+	return strconv.AppendFloat(b, float64(d/time.Microsecond)/1000, 'f', -1, 64)
+}
+
+func appendInt(b []byte, name string, v int) []byte {
+	if v == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, int64(v), 10)
+}
+
+func appendBool(b []byte, name string, v bool) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendBool(b, v)
+}
+
+func appendStr(b []byte, name, v string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return AppendJSONString(b, v)
+}
+
+// AppendJSONString appends s as a JSON string literal.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// MS converts a duration to float milliseconds.
+func MS(d time.Duration) float64 { return float64(d) / 1e6 }

@@ -1,0 +1,628 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Scenario holds every knob of one simulated run. Durations are
+// time.Duration; counts are plain ints. The zero Scenario is not useful: start
+// from Default() and change what a lab or a flag asks for with Set, then call
+// Validate before running.
+//
+// Each field carries its lab key, limits and help text in struct tags, so the
+// lab reader, `sim run --set`, the WebSocket server and the widget's controls
+// all share one definition (see Params).
+type Scenario struct {
+	// Process model and load.
+	Mode            string        `key:"mode" enum:"web,cli" help:"web: requests arrive at long-lived worker processes (PHP-FPM, php -S); cli: every request is a fresh PHP CLI process, so nothing outlives it"`
+	Requests        int           `key:"requests" min:"0" max:"10000000" help:"web requests to send (0: until duration ends)"`
+	Duration        time.Duration `key:"duration" min:"0" max:"24h" help:"stop sending new requests after this time (0: until requests are sent)"`
+	Load            string        `key:"load" enum:"closed,open" help:"closed: concurrency users each wait for their answer (siege -c); open: requests arrive at a fixed rate whatever happens"`
+	Concurrency     int           `key:"concurrency" min:"1" max:"100000" help:"closed loop: simultaneous users"`
+	ThinkTime       time.Duration `key:"think_time" min:"0" max:"1h" help:"closed loop: pause of each user between an answer and its next request"`
+	PauseEvery      int           `key:"pause_every" min:"0" max:"10000000" help:"closed loop: after every N requests of a user, pause for 'pause' (0: never)"`
+	Pause           time.Duration `key:"pause" min:"0" max:"24h" help:"length of the pause taken every pause_every requests"`
+	Rate            float64       `key:"rate" min:"0" max:"1000000" unit:"req/s" help:"open loop: arrival rate"`
+	Arrival         string        `key:"arrival" enum:"uniform,poisson" help:"open loop: evenly spaced or Poisson arrivals"`
+	Workers         int           `key:"workers" min:"1" max:"10000" help:"worker processes (PHP-FPM children, nginx workers); each owns its own pools"`
+	Threads         int           `key:"threads" min:"0" max:"100000" help:"requests one worker serves at once (1: PHP; 0: unlimited, event-driven like nginx)"`
+	Dispatch        string        `key:"dispatch" enum:"queue,round-robin,random" help:"queue: the worker idle longest takes the next request (a shared accept queue); round-robin; random"`
+	MaxRequests     int           `key:"max_requests" min:"0" max:"10000000" help:"pm.max_requests: a worker is replaced after this many requests and its pools are dropped (0: never)"`
+	AppTime         time.Duration `key:"app_time" min:"0" max:"60s" help:"time a worker spends on a request besides its calls"`
+	CallsPerRequest int           `key:"calls_per_request" min:"0" max:"1000" help:"upstream calls each request makes, one after another"`
+	ClientRTT       time.Duration `key:"client_rtt" min:"0" max:"10s" help:"round trip between the load generator and the workers"`
+
+	// Reuse policy.
+	Reuse             string     `key:"reuse" enum:"none,request,process,pool,upstream-keepalive" help:"who keeps connections: none (one per call), request (curl_share_init or a reused handle), process (curl_share_init_persistent), pool (redis-py, Go Transport), upstream-keepalive (nginx keepalive N)"`
+	ShareSets         [][]string `key:"share_sets" help:"CURL_LOCK_DATA_* sets given to the share handle, cycled over requests (dns, connect, ssl_session, psl)"`
+	PoolMax           int        `key:"pool_max" min:"0" max:"100000" help:"pool: most connections open at once (0: unlimited)"`
+	PoolMaxIdle       int        `key:"pool_max_idle" min:"0" max:"100000" help:"pool: most idle connections kept; a returned connection beyond it is closed (Go: MaxIdleConnsPerHost = 2; 0: unlimited)"`
+	PoolFull          string     `key:"pool_full" enum:"wait,error" help:"pool at pool_max: wait for a free connection (Go MaxConnsPerHost) or fail (redis-py ConnectionError)"`
+	UpstreamKeepalive int        `key:"upstream_keepalive" min:"1" max:"100000" help:"nginx 'keepalive N': idle connections cached per worker; the least recently used beyond N are closed"`
+	Closer            string     `key:"closer" enum:"client,server" help:"side that closes first when a connection is not kept; that side holds TIME_WAIT"`
+
+	// Network and protocols.
+	RTT                time.Duration `key:"rtt" min:"0" max:"10s" help:"round-trip time between client and server"`
+	DNS                time.Duration `key:"dns" min:"0" max:"10s" help:"time of one DNS lookup that misses the cache"`
+	DNSCacheTimeout    time.Duration `key:"dns_cache_timeout" min:"0" max:"24h" help:"how long a resolved name is kept (curl: 60 s; 0: never cached)"`
+	TLS                string        `key:"tls" enum:"none,1.2,1.3" help:"TLS version (none: plain TCP)"`
+	TLSResume          bool          `key:"tls_resume" help:"resume a cached TLS session instead of a full handshake"`
+	EarlyData          bool          `key:"early_data" help:"TLS 1.3 0-RTT: send the request with a resumed handshake"`
+	Cert               string        `key:"cert" enum:"rsa2048,ecdsa-p256" help:"server certificate key: decides handshake CPU time"`
+	ResponseBytes      int           `key:"response_bytes" min:"0" max:"1000000000" unit:"B" help:"response size; beyond the initial window, slow start adds round trips"`
+	MSS                int           `key:"mss" min:"536" max:"65535" unit:"B" help:"TCP maximum segment size"`
+	InitCwnd           int           `key:"init_cwnd" min:"1" max:"1000" unit:"segments" help:"initial congestion window (Linux: 10)"`
+	SlowStartAfterIdle bool          `key:"slow_start_after_idle" help:"tcp_slow_start_after_idle: an idle connection restarts from the initial window"`
+
+	// Server.
+	ServerTime        time.Duration `key:"server_time" min:"0" max:"60s" help:"server work per request"`
+	ServerJitter      float64       `key:"server_jitter" min:"0" max:"1" help:"server_time varies uniformly by this fraction (0.1: ±10%)"`
+	ServerConcurrency int           `key:"server_concurrency" min:"0" max:"100000" help:"requests the server works on at once; others queue (0: unlimited)"`
+	ServerConnTime    time.Duration `key:"server_conn_time" min:"0" max:"10s" help:"server work to accept and set up each new connection"`
+	KeepaliveTimeout  time.Duration `key:"keepalive_timeout" min:"0" max:"24h" help:"server closes a connection idle this long (nginx: 75 s; 0: never)"`
+	KeepaliveRequests int           `key:"keepalive_requests" min:"0" max:"100000000" help:"server closes a connection after this many requests (nginx: 1000; 0: unlimited)"`
+
+	// Client timers.
+	MaxIdleAge  time.Duration `key:"max_idle_age" min:"0" max:"24h" help:"client does not reuse a connection idle longer (curl CURLOPT_MAXAGE_CONN: 118 s; 0: no limit)"`
+	MaxLifetime time.Duration `key:"max_lifetime" min:"0" max:"720h" help:"client does not reuse a connection older than this (curl CURLOPT_MAXLIFETIME_CONN: 24 h since 8.17; 0: no limit)"`
+	RetryOnRace bool          `key:"retry_on_race" help:"a request that meets a connection the server just closed is sent again on a new one (curl does)"`
+
+	// Ports and TIME_WAIT (client side).
+	PortRange PortRange `key:"port_range" help:"ip_local_port_range, as \"low-high\" (Linux: 32768-60999)"`
+	TWReuse   int       `key:"tw_reuse" min:"0" max:"2" help:"tcp_tw_reuse: 0 off, 1 on, 2 loopback only (Linux default); a TIME_WAIT port is reused after 1 s"`
+	Loopback  bool      `key:"loopback" help:"the server is on a loopback address (for tw_reuse = 2)"`
+
+	// Observation.
+	Linger         time.Duration `key:"linger" min:"0" max:"1h" help:"keep simulating timers (idle closes, TIME_WAIT expiry) this long after the last answer"`
+	SeriesInterval time.Duration `key:"series_interval" min:"1ms" max:"1h" help:"sampling interval of the time series"`
+}
+
+// PortRange is an inclusive range of local ports.
+type PortRange struct{ Lo, Hi int }
+
+// Size is the number of ports in the range.
+func (r PortRange) Size() int { return r.Hi - r.Lo + 1 }
+
+func (r PortRange) String() string { return fmt.Sprintf("%d-%d", r.Lo, r.Hi) }
+
+// ParsePortRange reads "low-high" or "low high" (the sysctl's own format).
+func ParsePortRange(s string) (PortRange, error) {
+	f := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == ' ' || r == '\t' })
+	if len(f) != 2 {
+		return PortRange{}, fmt.Errorf("want \"low-high\", e.g. \"32768-60999\", got %q", s)
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return PortRange{}, fmt.Errorf("want two port numbers, got %q", s)
+	}
+	if lo < 1 || hi > 65535 || lo > hi {
+		return PortRange{}, fmt.Errorf("want 1 <= low <= high <= 65535, got %q", s)
+	}
+	return PortRange{lo, hi}, nil
+}
+
+// Default returns the scenario every lab starts from. The values are the
+// defaults of the software the labs talk about (see FACTS in the docs):
+// curl's 60 s DNS cache and 118 s idle age, nginx's 75 s keep-alive timeout
+// and 1000 requests, Linux's port range, tcp_tw_reuse = 2 and initial window.
+func Default() Scenario {
+	return Scenario{
+		Mode:               "web",
+		Requests:           10,
+		Load:               "closed",
+		Concurrency:        1,
+		Arrival:            "uniform",
+		Workers:            1,
+		Threads:            1,
+		Dispatch:           "queue",
+		CallsPerRequest:    1,
+		Reuse:              "request",
+		ShareSets:          [][]string{{"dns", "connect", "ssl_session"}},
+		PoolFull:           "wait",
+		UpstreamKeepalive:  32,
+		Closer:             "client",
+		RTT:                20 * time.Millisecond,
+		DNS:                10 * time.Millisecond,
+		DNSCacheTimeout:    60 * time.Second,
+		TLS:                "1.3",
+		TLSResume:          true,
+		Cert:               "rsa2048",
+		ResponseBytes:      1000,
+		MSS:                1460,
+		InitCwnd:           10,
+		SlowStartAfterIdle: true,
+		ServerTime:         2 * time.Millisecond,
+		KeepaliveTimeout:   75 * time.Second,
+		KeepaliveRequests:  1000,
+		MaxIdleAge:         118 * time.Second,
+		MaxLifetime:        24 * time.Hour,
+		RetryOnRace:        true,
+		PortRange:          PortRange{32768, 60999},
+		TWReuse:            2,
+		SeriesInterval:     time.Second,
+	}
+}
+
+// MaxRunRequests bounds the requests of one run, whatever the load shape.
+const MaxRunRequests = 10_000_000
+
+// A ParamError names the scenario key at fault. The lab reader adds the file
+// and line.
+type ParamError struct {
+	Key string
+	Msg string
+}
+
+func (e *ParamError) Error() string {
+	if e.Key == "" {
+		return e.Msg
+	}
+	return e.Key + ": " + e.Msg
+}
+
+func paramErr(key, format string, args ...any) *ParamError {
+	return &ParamError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// A Param describes one scenario key: its kind, limits and help. The widget
+// builds its controls from this list (sim params --json).
+type Param struct {
+	Key     string   `json:"key"`
+	Kind    string   `json:"kind"` // duration, int, float, bool, enum, ports, sets
+	Enum    []string `json:"enum,omitempty"`
+	Min     string   `json:"min,omitempty"`
+	Max     string   `json:"max,omitempty"`
+	Unit    string   `json:"unit,omitempty"`
+	Default string   `json:"default"`
+	Help    string   `json:"help"`
+
+	index int
+	min   float64 // in the field's unit (nanoseconds for durations)
+	max   float64
+	limit bool
+}
+
+var (
+	durationType  = reflect.TypeFor[time.Duration]()
+	portRangeType = reflect.TypeFor[PortRange]()
+	setsType      = reflect.TypeFor[[][]string]()
+	params        []Param
+	paramByKey    = map[string]*Param{}
+)
+
+func init() {
+	t := reflect.TypeFor[Scenario]()
+	def := reflect.ValueOf(Default())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		p := Param{Key: f.Tag.Get("key"), Help: f.Tag.Get("help"), Unit: f.Tag.Get("unit"), index: i}
+		switch {
+		case f.Type == durationType:
+			p.Kind = "duration"
+		case f.Type == portRangeType:
+			p.Kind = "ports"
+		case f.Type == setsType:
+			p.Kind = "sets"
+		case f.Type.Kind() == reflect.Int:
+			p.Kind = "int"
+		case f.Type.Kind() == reflect.Float64:
+			p.Kind = "float"
+		case f.Type.Kind() == reflect.Bool:
+			p.Kind = "bool"
+		case f.Type.Kind() == reflect.String:
+			p.Kind = "enum"
+			p.Enum = strings.Split(f.Tag.Get("enum"), ",")
+		default:
+			panic("sim: unsupported scenario field " + f.Name)
+		}
+		if lo, hi := f.Tag.Get("min"), f.Tag.Get("max"); lo != "" || hi != "" {
+			p.Min, p.Max, p.limit = lo, hi, true
+			p.min, p.max = mustLimit(p.Kind, lo), mustLimit(p.Kind, hi)
+		}
+		p.Default = formatValue(def.Field(i))
+		params = append(params, p)
+	}
+	for i := range params {
+		paramByKey[params[i].Key] = &params[i]
+	}
+}
+
+func mustLimit(kind, s string) float64 {
+	if kind == "duration" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			panic(err)
+		}
+		return float64(d)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Params lists every scenario key in declaration order.
+func Params() []Param { return append([]Param(nil), params...) }
+
+// LookupParam returns the description of key, or false.
+func LookupParam(key string) (Param, bool) {
+	p, ok := paramByKey[key]
+	if !ok {
+		return Param{}, false
+	}
+	return *p, true
+}
+
+// Keys lists every scenario key, sorted.
+func Keys() []string {
+	keys := make([]string, 0, len(params))
+	for _, p := range params {
+		keys = append(keys, p.Key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Get returns the value of key formatted as Set accepts it.
+func (s *Scenario) Get(key string) (string, bool) {
+	p, ok := paramByKey[key]
+	if !ok {
+		return "", false
+	}
+	return formatValue(reflect.ValueOf(s).Elem().Field(p.index)), true
+}
+
+func formatValue(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		return FormatDuration(x)
+	case PortRange:
+		return x.String()
+	case [][]string:
+		parts := make([]string, len(x))
+		for i, set := range x {
+			parts[i] = "[" + strings.Join(quoteAll(set), ", ") + "]"
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// FormatDuration prints d the way a lab writes it: "75s", "12ms", "1.5ms",
+// "250µs" rather than Go's "1m15s".
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Second && d%time.Millisecond == 0:
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+	case d >= time.Millisecond && d%time.Microsecond == 0:
+		return strconv.FormatFloat(float64(d)/1e6, 'f', -1, 64) + "ms"
+	default:
+		return d.String()
+	}
+}
+
+// Set assigns one key. The value is what a TOML decoder produces (string,
+// int64, float64, bool, []any) or a plain string from a command line.
+// Durations need a unit ("30ms"); the error names the key and what it wants.
+func (s *Scenario) Set(key string, value any) error {
+	p, ok := paramByKey[key]
+	if !ok {
+		return paramErr(key, "unknown key%s", suggest(key))
+	}
+	f := reflect.ValueOf(s).Elem().Field(p.index)
+	switch p.Kind {
+	case "duration":
+		str, ok := value.(string)
+		if !ok {
+			if n, isNum := toFloat(value); isNum && n == 0 {
+				str = "0s"
+			} else {
+				return paramErr(key, "want a duration with its unit, e.g. \"%s\", got %s", p.Default, describe(value))
+			}
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(str))
+		if err != nil {
+			return paramErr(key, "want a duration with its unit, e.g. \"%s\", got %q", p.Default, str)
+		}
+		if err := p.check(float64(d), FormatDuration(d)); err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+	case "int":
+		n, ok := toFloat(value)
+		if !ok || n != math.Trunc(n) || math.IsInf(n, 0) {
+			return paramErr(key, "want a whole number, got %s", describe(value))
+		}
+		if err := p.check(n, strconv.FormatFloat(n, 'f', -1, 64)); err != nil {
+			return err
+		}
+		f.SetInt(int64(n))
+	case "float":
+		n, ok := toFloat(value)
+		if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
+			return paramErr(key, "want a number, got %s", describe(value))
+		}
+		if err := p.check(n, strconv.FormatFloat(n, 'g', -1, 64)); err != nil {
+			return err
+		}
+		f.SetFloat(n)
+	case "bool":
+		switch v := value.(type) {
+		case bool:
+			f.SetBool(v)
+		case string:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return paramErr(key, "want true or false, got %q", v)
+			}
+			f.SetBool(b)
+		default:
+			return paramErr(key, "want true or false, got %s", describe(value))
+		}
+	case "enum":
+		var str string
+		switch v := value.(type) {
+		case string:
+			str = v
+		case float64, int64, int:
+			str = fmt.Sprint(v) // tls = 1.3 written without quotes
+		default:
+			return paramErr(key, "want one of %s, got %s", strings.Join(p.Enum, ", "), describe(value))
+		}
+		for _, e := range p.Enum {
+			if e == str {
+				f.SetString(str)
+				return nil
+			}
+		}
+		return paramErr(key, "want one of %s, got %q", strings.Join(p.Enum, ", "), str)
+	case "ports":
+		str, ok := value.(string)
+		if !ok {
+			return paramErr(key, "want \"low-high\", e.g. \"32768-60999\", got %s", describe(value))
+		}
+		r, err := ParsePortRange(str)
+		if err != nil {
+			return paramErr(key, "%v", err)
+		}
+		f.Set(reflect.ValueOf(r))
+	case "sets":
+		sets, err := toSets(value)
+		if err != nil {
+			return paramErr(key, "%v", err)
+		}
+		f.Set(reflect.ValueOf(sets))
+	}
+	return nil
+}
+
+func (p *Param) check(v float64, shown string) error {
+	if p.limit && (v < p.min || v > p.max) {
+		return paramErr(p.Key, "%s is out of range [%s, %s]", shown, p.Min, p.Max)
+	}
+	return nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case nil:
+		return "nothing"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	default:
+		return fmt.Sprintf("%v", x)
+	}
+}
+
+// toSets accepts [["dns","connect"], ["dns"]], a single set ["dns","connect"]
+// or a comma-separated string "dns,connect" (from a command line).
+func toSets(v any) ([][]string, error) {
+	const want = `want a list of sets, e.g. [["dns", "connect", "ssl_session"]]`
+	switch x := v.(type) {
+	case string:
+		return [][]string{splitList(x)}, nil
+	case []any:
+		if len(x) == 0 {
+			return nil, fmt.Errorf("%s, got an empty list", want)
+		}
+		if _, flat := x[0].(string); flat {
+			set, err := toStrings(x)
+			if err != nil {
+				return nil, err
+			}
+			return [][]string{set}, nil
+		}
+		out := make([][]string, 0, len(x))
+		for _, e := range x {
+			l, ok := e.([]any)
+			if !ok {
+				return nil, fmt.Errorf("%s, got %s inside", want, describe(e))
+			}
+			set, err := toStrings(l)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, set)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s, got %s", want, describe(v))
+}
+
+func toStrings(l []any) ([]string, error) {
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("want option names such as \"dns\", got %s", describe(e))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// suggest proposes the nearest known key for a misspelt one.
+func suggest(key string) string {
+	best, bestD := "", 4
+	for _, p := range params {
+		if d := editDistance(key, p.Key); d < bestD {
+			best, bestD = p.Key, d
+		}
+	}
+	if best == "" {
+		return " (sim params lists them)"
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Validate checks what single keys cannot: combinations, the PHP rules for
+// share option sets, and the size of the run. The error names the key.
+func (s *Scenario) Validate() error {
+	if s.Requests == 0 && s.Duration == 0 {
+		return paramErr("requests", "set requests or duration, or the run never ends")
+	}
+	if s.Load == "open" && s.Rate <= 0 {
+		return paramErr("rate", "an open-loop load needs a rate above 0")
+	}
+	if s.Load == "open" && s.Requests == 0 && s.Rate*s.Duration.Seconds() > MaxRunRequests {
+		return paramErr("duration", "rate × duration = %.0f requests, more than the limit of %d", s.Rate*s.Duration.Seconds(), MaxRunRequests)
+	}
+	if s.PauseEvery > 0 && s.Load == "open" {
+		return paramErr("pause_every", "pauses apply to a closed loop (load = \"closed\")")
+	}
+	if s.EarlyData && s.TLS != "1.3" {
+		return paramErr("early_data", "0-RTT needs tls = \"1.3\"")
+	}
+	if s.Reuse == "pool" && s.PoolMax > 0 && s.PoolMaxIdle > s.PoolMax {
+		return paramErr("pool_max_idle", "%d idle connections cannot exceed pool_max = %d", s.PoolMaxIdle, s.PoolMax)
+	}
+	if len(s.ShareSets) == 0 {
+		return paramErr("share_sets", "give at least one set")
+	}
+	for i, set := range s.ShareSets {
+		if _, err := ShareMask(set); err != nil {
+			if s.Reuse == "process" || err.Cookie {
+				return &ParamError{Key: fmt.Sprintf("share_sets[%d]", i), Msg: err.Error()}
+			}
+		}
+	}
+	return nil
+}
+
+// ShareError mirrors what PHP 8.5 throws for a bad argument to
+// curl_share_init_persistent().
+type ShareError struct {
+	Msg    string
+	Cookie bool // the set names CURL_LOCK_DATA_COOKIE
+}
+
+func (e *ShareError) Error() string { return e.Msg }
+
+// Share option bits, as curl_share_init_persistent() folds them into the
+// handle's identity (php-src ext/curl/share.c): the set, not its order or
+// repetitions, names the handle.
+const (
+	ShareDNS uint8 = 1 << iota
+	ShareConnect
+	ShareSSLSession
+	SharePSL
+)
+
+// ShareMask folds a set of CURL_LOCK_DATA_* names ("dns" or
+// "CURL_LOCK_DATA_DNS", any case) into its bitmask, with PHP 8.5's errors.
+func ShareMask(set []string) (uint8, *ShareError) {
+	const fn = "curl_share_init_persistent(): Argument #1 ($share_options)"
+	if len(set) == 0 {
+		return 0, &ShareError{Msg: "ValueError: " + fn + " must not be empty"}
+	}
+	var m uint8
+	for _, name := range set {
+		switch strings.TrimPrefix(strings.ToLower(strings.TrimSpace(name)), "curl_lock_data_") {
+		case "dns":
+			m |= ShareDNS
+		case "connect":
+			m |= ShareConnect
+		case "ssl_session":
+			m |= ShareSSLSession
+		case "psl":
+			m |= SharePSL
+		case "cookie":
+			return 0, &ShareError{Cookie: true, Msg: "ValueError: " + fn + " must not contain CURL_LOCK_DATA_COOKIE because sharing cookies across PHP requests is unsafe"}
+		default:
+			return 0, &ShareError{Msg: fmt.Sprintf("ValueError: %s must contain only CURL_LOCK_DATA_* constants, got %q", fn, name)}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,37 @@
+package sim
+
+import "time"
+
+// maxCwnd caps the modelled congestion window (segments); the receive window
+// would stop growth long before in practice.
+const maxCwnd = 1 << 20
+
+// minRTO is Linux's TCP_RTO_MIN.
+const minRTO = 200 * time.Millisecond
+
+// transferRounds returns how many round trips a response of the given size
+// takes from a congestion window of cwnd segments under idealised slow start
+// (each acknowledged segment grows the window by one: it doubles every round
+// trip), and the window afterwards. With the initial window of 10 segments
+// and MSS 1460: up to 14.6 KB one round trip, 43.8 KB two, 102 KB three,
+// 219 KB four (RFC 6928).
+func transferRounds(bytes, mss, cwnd int) (rounds, after int) {
+	segs := max(1, (bytes+mss-1)/mss)
+	for segs > 0 {
+		n := min(cwnd, segs)
+		segs -= n
+		cwnd = min(cwnd+n, maxCwnd)
+		rounds++
+	}
+	return rounds, cwnd
+}
+
+// restartAfterIdle applies tcp_slow_start_after_idle: a connection idle for
+// longer than one retransmission timeout (about RTT + 200 ms on Linux) starts
+// again from the initial window, so reuse saves the handshakes but not the
+// ramp-up.
+func (m *model) restartAfterIdle(c *conn, idle time.Duration) {
+	if m.s.SlowStartAfterIdle && idle > m.s.RTT+minRTO {
+		c.cwnd = min(c.cwnd, m.s.InitCwnd)
+	}
+}
