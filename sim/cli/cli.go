@@ -1,0 +1,166 @@
+// Package cli is the `sim` command: every subcommand parses its own flags
+// here and nowhere else. Main wires signals to Run, and tests call Run with
+// their own streams.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Env is what a command sees of the world.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+type command struct {
+	name    string
+	summary string
+	usage   string // after "sim NAME"
+	example string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+var commands []*command
+
+func register(c *command) { commands = append(commands, c) }
+
+// exitError carries an exit status without an extra message.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is bad usage: the command's help follows the message.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// Run executes `sim args...` and returns the process exit status: 0 on
+// success, 1 when a check failed, 2 for bad usage or input.
+func Run(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 {
+			if c := find(args[1]); c != nil {
+				printCommandHelp(env.Stdout, c, nil)
+				return 0
+			}
+		}
+		printHelp(env.Stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c := find(args[0])
+	if c == nil {
+		fmt.Fprintf(env.Stderr, "sim: unknown command %q\n\n", args[0])
+		printHelp(env.Stderr)
+		return 2
+	}
+	err := c.run(ctx, env, args[1:])
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ee):
+		return int(ee)
+	case errors.As(err, &ue):
+		fmt.Fprintf(env.Stderr, "sim %s: %s\n", c.name, ue.msg)
+		fmt.Fprintf(env.Stderr, "usage: sim %s %s\n(sim %s --help for more)\n", c.name, c.usage, c.name)
+		return 2
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(env.Stderr, "sim %s: interrupted\n", c.name)
+		return 130
+	default:
+		fmt.Fprintf(env.Stderr, "sim %s: %v\n", c.name, err)
+		return 2
+	}
+}
+
+func find(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, `sim — what a connection costs: DNS, TCP, TLS, keep-alive, workers, TIME_WAIT.
+
+usage: sim <command> [flags] [FILE]
+
+commands:`)
+	sorted := append([]*command(nil), commands...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, `
+Run 'sim <command> --help' for its flags and an example.
+Labs live in labs/*.md: each `+"```sim"+` block is a scenario with variants and expectations.`)
+}
+
+func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: sim %s %s\n\n%s\n", c.name, c.usage, c.summary)
+	if fs != nil {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	if c.example != "" {
+		fmt.Fprintf(w, "\nexample:\n%s\n", c.example)
+	}
+}
+
+// parse parses flags that may come before or after positional arguments.
+func parse(c *command, env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				printCommandHelp(env.Stdout, c, fs)
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// multiFlag collects a repeated flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// createFile opens path for writing; "-" is standard output.
+func createFile(env *Env, path string) (io.WriteCloser, error) {
+	if path == "-" {
+		return nopCloser{env.Stdout}, nil
+	}
+	return os.Create(path)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

@@ -1,0 +1,20 @@
+// Command sim runs connlab's labs: the model in a terminal (sim run), the
+// model against real loopback servers (sim validate), the site (sim serve)
+// and classroom exercises (sim exercise). Run `sim --help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/connlab/connlab/sim/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Run(ctx, &cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
