@@ -69,23 +69,15 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	blocks := l.Blocks
+	var ids []string
 	if *block != "" {
-		b, err := l.Block(*block)
-		if err != nil {
+		if _, err := l.Block(*block); err != nil {
 			return err
 		}
-		blocks = []*lab.Block{b}
+		ids = []string{*block}
 	}
-	if len(blocks) == 0 {
+	if len(l.Blocks) == 0 {
 		return fmt.Errorf("%s: no ```sim blocks", l.File)
-	}
-	// Check every block before running any, so bad input never leaves a
-	// half-written result.
-	for _, b := range blocks {
-		if _, _, err := b.Scenarios(overrides); err != nil {
-			return err
-		}
 	}
 	var ev *eventWriter
 	if *events != "" {
@@ -96,22 +88,20 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 		ev = &eventWriter{w: bufio.NewWriterSize(f, 1<<16), c: f}
 		defer ev.close()
 	}
-	out := LabOutput{Lab: l.Title, File: l.File, Seed: *seed}
-	for _, b := range blocks {
-		opt := lab.RunOptions{Seed: *seed, Set: overrides}
-		if ev != nil {
-			id := b.ID
-			opt.Sink = func(v string, e *sim.Event) { ev.write(id, v, e) }
-		}
-		res, err := b.Run(ctx, opt)
-		if err != nil {
-			return err
-		}
-		if len(overrides) > 0 {
-			res.Checks = []lab.Check{} // the expectations describe the lab's own scenario
-		}
-		out.Blocks = append(out.Blocks, res)
+	opt := lab.RunOptions{Seed: *seed, Set: overrides}
+	if ev != nil {
+		opt.Sink = ev.write
 	}
+	results, err := l.Run(ctx, ids, opt)
+	if err != nil {
+		return err
+	}
+	if len(overrides) > 0 {
+		for _, r := range results {
+			r.Checks = []lab.Check{} // the expectations describe the lab's own scenario
+		}
+	}
+	out := LabOutput{Lab: l.Title, File: l.File, Seed: *seed, Blocks: results}
 	if ev != nil {
 		if err := ev.close(); err != nil {
 			return err

@@ -157,12 +157,23 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 	if len(b.Variants) == 0 {
 		b.Variants = []*Variant{{Name: "base", Line: line}}
 	}
-	for _, x := range b.Expects {
-		if err := x.bind(b); err != nil {
-			return nil, &Error{File: file, Line: x.Line, Block: id, Msg: fmt.Sprintf("expect %q: %v", x.Text, err)}
+	return b, nil
+}
+
+// bindExpects resolves the names in every expectation of the lab's blocks.
+func bindExpects(blocks []*Block) error {
+	byID := map[string]*Block{}
+	for _, b := range blocks {
+		byID[b.ID] = b
+	}
+	for _, b := range blocks {
+		for _, x := range b.Expects {
+			if err := x.bind(b, byID); err != nil {
+				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: fmt.Sprintf("expect %q: %v", x.Text, err)}
+			}
 		}
 	}
-	return b, nil
+	return nil
 }
 
 // checkSetting applies one key to a default scenario to catch unknown keys

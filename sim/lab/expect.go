@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -53,6 +54,7 @@ type (
 	strNode  string
 	listNode []node
 	refNode  struct {
+		block   string // "" until bound: the block the variant belongs to
 		variant string
 		path    []string
 		index   int // -1: none
@@ -289,44 +291,57 @@ func (p *exprParser) factor() (node, error) {
 	}
 }
 
-// bind resolves variant names in references against the block.
-func (x *Expect) bind(b *Block) error {
+// bind resolves the names in references. A reference's first name is, in
+// order: a variant of the block itself; the id of another block of the lab
+// (followed by one of its variants, or meaning its only variant); or, in a
+// block with one variant, already the metric.
+func (x *Expect) bind(b *Block, lab map[string]*Block) error {
 	var err error
-	x.lhs, err = bindNode(x.lhs, b)
-	if err != nil {
+	if x.lhs, err = bindNode(x.lhs, b, lab); err != nil {
 		return err
 	}
-	x.rhs, err = bindNode(x.rhs, b)
+	x.rhs, err = bindNode(x.rhs, b, lab)
 	return err
 }
 
-func bindNode(n node, b *Block) (node, error) {
+func bindNode(n node, b *Block, lab map[string]*Block) (node, error) {
 	switch v := n.(type) {
 	case refNode:
-		if b.Variant(v.path[0]) != nil {
-			v.variant, v.path = v.path[0], v.path[1:]
-		} else if len(b.Variants) == 1 {
-			v.variant = b.Variants[0].Name
-		} else {
+		other := lab[v.path[0]]
+		switch {
+		case b.Variant(v.path[0]) != nil:
+			v.block, v.variant, v.path = b.ID, v.path[0], v.path[1:]
+		case other != nil:
+			v.block, v.path = other.ID, v.path[1:]
+			if len(v.path) > 0 && other.Variant(v.path[0]) != nil {
+				v.variant, v.path = v.path[0], v.path[1:]
+			} else if len(other.Variants) == 1 {
+				v.variant = other.Variants[0].Name
+			} else {
+				return nil, fmt.Errorf("%q: block %q has several variants; name one (%s.%s.metric)", v.raw, other.ID, other.ID, other.Variants[0].Name)
+			}
+		case len(b.Variants) == 1:
+			v.block, v.variant = b.ID, b.Variants[0].Name
+		default:
 			names := make([]string, len(b.Variants))
 			for i, vr := range b.Variants {
 				names[i] = vr.Name
 			}
-			return nil, fmt.Errorf("%q: no variant %q (variants: %s)", v.raw, v.path[0], strings.Join(names, ", "))
+			return nil, fmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], strings.Join(names, ", "))
 		}
 		if len(v.path) == 0 {
-			return nil, fmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.variant)
+			return nil, fmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)
 		}
 		if !knownMetric(v.path) {
 			return nil, fmt.Errorf("%q: no metric %q (see sim run --json for the names)", v.raw, strings.Join(v.path, "."))
 		}
 		return v, nil
 	case binNode:
-		l, err := bindNode(v.l, b)
+		l, err := bindNode(v.l, b, lab)
 		if err != nil {
 			return nil, err
 		}
-		r, err := bindNode(v.r, b)
+		r, err := bindNode(v.r, b, lab)
 		if err != nil {
 			return nil, err
 		}
@@ -335,7 +350,7 @@ func bindNode(n node, b *Block) (node, error) {
 		out := make(listNode, len(v))
 		for i, e := range v {
 			var err error
-			if out[i], err = bindNode(e, b); err != nil {
+			if out[i], err = bindNode(e, b, lab); err != nil {
 				return nil, err
 			}
 		}
@@ -344,16 +359,23 @@ func bindNode(n node, b *Block) (node, error) {
 	return n, nil
 }
 
-// refersToError reports whether x reads variant's error.
-func (x *Expect) refersToError(variant string) bool {
-	found := false
+// blocks lists the ids of the blocks x reads.
+func (x *Expect) blocks() []string {
+	var ids []string
+	x.walk(func(r refNode) {
+		if !slices.Contains(ids, r.block) {
+			ids = append(ids, r.block)
+		}
+	})
+	return ids
+}
+
+func (x *Expect) walk(f func(refNode)) {
 	var walk func(n node)
 	walk = func(n node) {
 		switch v := n.(type) {
 		case refNode:
-			if v.variant == variant && len(v.path) == 1 && v.path[0] == "error" {
-				found = true
-			}
+			f(v)
 		case binNode:
 			walk(v.l)
 			walk(v.r)
@@ -365,12 +387,20 @@ func (x *Expect) refersToError(variant string) bool {
 	}
 	walk(x.lhs)
 	walk(x.rhs)
+}
+
+// refersToError reports whether x reads the error of block's variant.
+func (x *Expect) refersToError(block, variant string) bool {
+	found := false
+	x.walk(func(r refNode) {
+		found = found || (r.block == block && r.variant == variant && len(r.path) == 1 && r.path[0] == "error")
+	})
 	return found
 }
 
-// Metrics gives a variant's values by name (the summary as JSON, plus
-// "error").
-type Metrics map[string]map[string]any
+// Metrics gives each variant's values by name (the summary as JSON, plus
+// "error"), by block id and variant name.
+type Metrics map[string]map[string]map[string]any
 
 func (x *Expect) eval(m Metrics) Check {
 	c := Check{Expect: x.Text, Line: x.Line}
@@ -446,7 +476,7 @@ func evalNode(n node, m Metrics) (any, error) {
 		}
 		return out, nil
 	case refNode:
-		var cur any = m[v.variant]
+		var cur any = m[v.block][v.variant]
 		for _, p := range v.path {
 			obj, ok := cur.(map[string]any)
 			if !ok {

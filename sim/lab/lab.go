@@ -83,6 +83,9 @@ func ParseScenarioFile(path string, src []byte) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := bindExpects([]*Block{b}); err != nil {
+		return nil, err
+	}
 	return &Lab{File: path, Title: b.Title, Blocks: []*Block{b}}, nil
 }
 
@@ -158,6 +161,9 @@ func Parse(file string, src []byte) (*Lab, error) {
 		return ast.WalkSkipChildren, nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := bindExpects(l.Blocks); err != nil {
 		return nil, err
 	}
 	return l, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/connlab/connlab/sim"
@@ -14,8 +15,9 @@ type RunOptions struct {
 	Seed uint64
 	// Set overrides scenario keys in every variant (sim run --set).
 	Set []Setting
-	// Sink, if set, receives every event of every variant.
-	Sink func(variant string, e *sim.Event)
+	// Sink, if set, receives every event of every variant of every block
+	// that runs.
+	Sink func(block, variant string, e *sim.Event)
 }
 
 // VariantResult is one variant's outcome. Error is set, and Summary nil,
@@ -72,7 +74,7 @@ func (b *Block) Scenarios(set []Setting) (scns []*sim.Scenario, errs []error, er
 
 func (b *Block) expectsError(variant string) bool {
 	for _, x := range b.Expects {
-		if x.refersToError(variant) {
+		if x.refersToError(b.ID, variant) {
 			return true
 		}
 	}
@@ -97,8 +99,9 @@ func (b *Block) validationError(v *Variant, err error) error {
 	return &Error{File: b.File, Line: line, Block: b.ID, Msg: msg}
 }
 
-// Run simulates every variant of the block and checks its expectations.
-func (b *Block) Run(ctx context.Context, opt RunOptions) (*BlockResult, error) {
+// RunVariants simulates every variant of the block. Its Checks are left
+// empty: expectations may read other blocks, so Lab.Run checks them.
+func (b *Block) RunVariants(ctx context.Context, opt RunOptions) (*BlockResult, error) {
 	scns, errs, err := b.Scenarios(opt.Set)
 	if err != nil {
 		return nil, err
@@ -113,31 +116,99 @@ func (b *Block) Run(ctx context.Context, opt RunOptions) (*BlockResult, error) {
 		}
 		var sink func(*sim.Event)
 		if opt.Sink != nil {
-			name := v.Name
-			sink = func(e *sim.Event) { opt.Sink(name, e) }
+			id, name := b.ID, v.Name
+			sink = func(e *sim.Event) { opt.Sink(id, name, e) }
 		}
 		r, err := sim.Run(ctx, *scns[i], sim.Options{Seed: opt.Seed, Sink: sink})
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, b.validationError(v, err)
 		}
 		vr.Summary, vr.Series = &r.Summary, &r.Series
 	}
-	res.Checks = b.Check(res.Variants)
 	return res, nil
 }
 
-// Check evaluates the block's expectations against variant results (from
-// the model or from a real run).
-func (b *Block) Check(variants []*VariantResult) []Check {
+// Needs lists the blocks whose results b's expectations read, b first.
+func (b *Block) Needs() []string {
+	ids := []string{b.ID}
+	for _, x := range b.Expects {
+		for _, id := range x.blocks() {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Check evaluates b's expectations against block results by id (from the
+// model or from a real run).
+func (b *Block) Check(results map[string]*BlockResult) []Check {
 	m := Metrics{}
-	for _, v := range variants {
-		m[v.Name] = MetricsOf(v)
+	for id, r := range results {
+		m[id] = map[string]map[string]any{}
+		for _, v := range r.Variants {
+			m[id][v.Name] = MetricsOf(v)
+		}
 	}
 	checks := make([]Check, 0, len(b.Expects))
 	for _, x := range b.Expects {
 		checks = append(checks, x.eval(m))
 	}
 	return checks
+}
+
+// Run simulates the given blocks (every block if ids is empty), and the
+// blocks their expectations read, then checks the expectations. Only the
+// blocks asked for are returned, in the lab's order. Sink sees every block
+// that runs.
+func (l *Lab) Run(ctx context.Context, ids []string, opt RunOptions) ([]*BlockResult, error) {
+	want := ids
+	if len(want) == 0 {
+		for _, b := range l.Blocks {
+			want = append(want, b.ID)
+		}
+	}
+	var need []*Block
+	for _, id := range want {
+		b, err := l.Block(id)
+		if err != nil {
+			return nil, err
+		}
+		for _, dep := range b.Needs() {
+			d, _ := l.Block(dep)
+			if !slices.Contains(need, d) {
+				need = append(need, d)
+			}
+		}
+	}
+	// Check every scenario before running any, so bad input never leaves a
+	// half-written result.
+	for _, b := range need {
+		if _, _, err := b.Scenarios(opt.Set); err != nil {
+			return nil, err
+		}
+	}
+	results := map[string]*BlockResult{}
+	for _, b := range need {
+		r, err := b.RunVariants(ctx, opt)
+		if err != nil {
+			return nil, err
+		}
+		results[b.ID] = r
+	}
+	var out []*BlockResult
+	for _, b := range l.Blocks {
+		if slices.Contains(want, b.ID) {
+			r := results[b.ID]
+			r.Checks = b.Check(results)
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // MetricsOf returns a variant's values by the names expectations use.
