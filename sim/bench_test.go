@@ -26,8 +26,19 @@ func benchScenario() Scenario {
 
 // BenchmarkEngine reports engine events per second on one goroutine and
 // allocations per run of one million requests, events aggregated not kept.
-func BenchmarkEngine(b *testing.B) {
+func BenchmarkEngine(b *testing.B) { benchRun(b, benchScenario()) }
+
+// BenchmarkEngineNoReuse is the port-heavy case: a new connection, a close
+// and a TIME_WAIT for each of one million calls.
+func BenchmarkEngineNoReuse(b *testing.B) {
 	s := benchScenario()
+	s.Reuse = "none"
+	s.ThinkTime = 100 * time.Millisecond
+	s.PauseEvery = 0
+	benchRun(b, s)
+}
+
+func benchRun(b *testing.B, s Scenario) {
 	b.ReportAllocs()
 	var events int64
 	var elapsed time.Duration
@@ -45,26 +56,4 @@ func BenchmarkEngine(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(events)/float64(b.N), "events/run")
-}
-
-// BenchmarkEngineNoReuse is the port-heavy case: a new connection, a close
-// and a TIME_WAIT for each of one million calls.
-func BenchmarkEngineNoReuse(b *testing.B) {
-	s := benchScenario()
-	s.Reuse = "none"
-	s.ThinkTime = 100 * time.Millisecond
-	s.PauseEvery = 0
-	var events int64
-	var elapsed time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		start := time.Now()
-		res, err := Run(context.Background(), s, Options{Seed: 1})
-		elapsed += time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		events += res.EngineEvents
-	}
-	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
 }

@@ -205,48 +205,36 @@ func keyLines(src []byte) map[string]int {
 	counts := map[string]int{}
 	p := unstable.Parser{}
 	p.Reset(src)
+	// key joins a node's dotted key and returns the line of its first part.
+	key := func(e *unstable.Node) (string, int) {
+		var parts []string
+		line := 0
+		for it := e.Key(); it.Next(); {
+			if line == 0 {
+				line = p.Shape(it.Node().Raw).Start.Line
+			}
+			parts = append(parts, string(it.Node().Data))
+		}
+		return strings.Join(parts, "."), line
+	}
 	table := ""
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
-			var parts []string
-			var first *unstable.Node
-			it := e.Key()
-			for it.Next() {
-				if first == nil {
-					first = it.Node()
-				}
-				parts = append(parts, string(it.Node().Data))
-			}
-			name := strings.Join(parts, ".")
+			name, line := key(e)
+			table = name
 			if e.Kind == unstable.ArrayTable {
 				table = fmt.Sprintf("%s[%d]", name, counts[name])
 				counts[name]++
-			} else {
-				table = name
 			}
-			if first != nil {
-				lines[table] = p.Shape(first.Raw).Start.Line
-			}
+			lines[table] = line
 		case unstable.KeyValue:
-			var parts []string
-			var first *unstable.Node
-			it := e.Key()
-			for it.Next() {
-				if first == nil {
-					first = it.Node()
-				}
-				parts = append(parts, string(it.Node().Data))
-			}
-			path := strings.Join(parts, ".")
+			path, line := key(e)
 			if table != "" {
 				path = table + "." + path
 			}
-			if first == nil {
-				continue
-			}
-			lines[path] = p.Shape(first.Raw).Start.Line
+			lines[path] = line
 			if v := e.Value(); v.Kind == unstable.Array {
 				i := 0
 				for c := v.Children(); c.Next(); i++ {
