@@ -1,0 +1,570 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/lab"
+)
+
+// A run is one `run` request in flight.
+type run struct {
+	c       *client
+	id      string
+	mode    string
+	page    *lab.Lab
+	block   *lab.Block // the page's block
+	sub     *lab.Block // the block with the variants asked for
+	set     []lab.Setting
+	seed    uint64
+	checked bool // model run of the lab's own scenario: check its expectations
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	started time.Time
+}
+
+// fieldError is a refusal that names the message field or scenario key at
+// fault.
+type fieldError struct {
+	field, msg string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+
+var errCancelled = errors.New("cancelled")
+
+// handle decodes one client message and acts on it. Every refusal is an
+// `error` message; the socket stays open.
+func (c *client) handle(data []byte) {
+	var m inMsg
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&m)
+	if err == nil && dec.More() {
+		err = errors.New("want one JSON object per message")
+	}
+	if err != nil {
+		// Echo the id when it can be read, so the page knows which run.
+		var idOnly struct {
+			ID any `json:"id"`
+		}
+		json.Unmarshal(data, &idOnly)
+		id, _ := idOnly.ID.(string)
+		field, msg := jsonError(err)
+		c.send(errorMsg(id, field, msg))
+		return
+	}
+	switch m.Type {
+	case "run":
+		r, err := c.newRun(&m)
+		if err != nil {
+			var fe *fieldError
+			if errors.As(err, &fe) {
+				c.send(errorMsg(m.ID, fe.field, fe.msg))
+			} else {
+				c.send(errorMsg(m.ID, "", err.Error()))
+			}
+			return
+		}
+		go r.exec()
+	case "cancel":
+		c.mu.Lock()
+		r := c.runs[m.ID]
+		c.mu.Unlock()
+		if r == nil {
+			c.send(errorMsg(m.ID, "id", fmt.Sprintf("no run with id %q in flight", m.ID)))
+			return
+		}
+		r.cancel(errCancelled)
+	case "":
+		c.send(errorMsg(m.ID, "type", `a message needs a "type": "run" or "cancel"`))
+	default:
+		c.send(errorMsg(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run" or "cancel"`, m.Type)))
+	}
+}
+
+// jsonError names the field of a decoding error.
+func jsonError(err error) (field, msg string) {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field = te.Field
+		want := te.Type.String()
+		switch te.Type.String() {
+		case "uint64", "*uint64":
+			want = "a whole number ≥ 0"
+		case "string":
+			want = "a string"
+		case "[]string":
+			want = "a list of strings"
+		case "map[string]json.RawMessage":
+			want = "an object of scenario keys"
+		}
+		return field, fmt.Sprintf("%s: want %s, got %s", field, want, te.Value)
+	case errors.As(err, &se):
+		return "", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return f, fmt.Sprintf("unknown field %q (PROTOCOL.md lists the fields of each message)", f)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "", "malformed JSON: the message ends early"
+	case errors.Is(err, io.EOF):
+		return "", "empty message: want a JSON object"
+	}
+	return "", "malformed message: " + err.Error()
+}
+
+// newRun checks a run request: every refusal names its field. The run is
+// registered on the client but not started.
+func (c *client) newRun(m *inMsg) (*run, error) {
+	lim := c.s.limits
+	switch {
+	case m.ID == "":
+		return nil, &fieldError{"id", "a run needs an id (any string up to 64 bytes)"}
+	case len(m.ID) > 64:
+		return nil, &fieldError{"id", fmt.Sprintf("id is %d bytes long; at most 64", len(m.ID))}
+	}
+	mode := m.Mode
+	if mode == "" {
+		mode = "model"
+	}
+	if mode != "model" && mode != "real" {
+		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, m.Mode)}
+	}
+	if m.Lab == "" {
+		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}
+	}
+	page, err := c.s.pages.lookup(m.Lab)
+	if err != nil {
+		return nil, &fieldError{"lab", err.Error()}
+	}
+	if m.Block == "" {
+		return nil, &fieldError{"block", "a run needs a block id"}
+	}
+	b, err := page.Block(m.Block)
+	if err != nil {
+		return nil, &fieldError{"block", err.Error()}
+	}
+	sub := b
+	if len(m.Variants) > 0 {
+		cp := *b
+		cp.Variants = nil
+		for _, name := range m.Variants {
+			v := b.Variant(name)
+			if v == nil {
+				names := make([]string, len(b.Variants))
+				for i, v := range b.Variants {
+					names[i] = v.Name
+				}
+				return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(names, ", "))}
+			}
+			if cp.Variant(name) != nil {
+				return nil, &fieldError{"variants", fmt.Sprintf("variant %q named twice", name)}
+			}
+			cp.Variants = append(cp.Variants, v)
+		}
+		// Keep the block's order, so the page's columns do not move.
+		sort.SliceStable(cp.Variants, func(i, j int) bool { return variantIndex(b, cp.Variants[i]) < variantIndex(b, cp.Variants[j]) })
+		sub = &cp
+	}
+	set, err := settings(m.Params)
+	if err != nil {
+		return nil, err
+	}
+	scns, _, err := sub.Scenarios(set)
+	if err != nil {
+		return nil, &fieldError{scenarioField(sub, set), scenarioMessage(err)}
+	}
+	for i, s := range scns {
+		if s == nil {
+			continue // a variant whose error the lesson expects
+		}
+		if err := checkLimits(s, mode, lim); err != nil {
+			if len(sub.Variants) > 1 {
+				err.msg = fmt.Sprintf("variant %q: %s", sub.Variants[i].Name, err.msg)
+			}
+			return nil, err
+		}
+	}
+	if mode == "real" && c.s.opt.Real == nil {
+		return nil, &fieldError{"mode", "real runs are not available in this build of sim serve; model runs are"}
+	}
+	seed := uint64(1) // sim run's default, so the numbers match `sim run --json`
+	if m.Seed != nil {
+		seed = *m.Seed
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	r := &run{
+		c: c, id: m.ID, mode: mode, page: page, block: b, sub: sub, set: set, seed: seed,
+		checked: mode == "model" && len(set) == 0 && len(sub.Variants) == len(b.Variants),
+		ctx:     ctx, cancel: cancel,
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.runs[m.ID] != nil:
+		cancel(nil)
+		return nil, &fieldError{"id", fmt.Sprintf("a run with id %q is already in flight", m.ID)}
+	case len(c.runs) >= lim.RunsPerSocket:
+		cancel(nil)
+		return nil, &fieldError{"", fmt.Sprintf("at most %d runs in flight per socket: wait for one to finish or cancel it", lim.RunsPerSocket)}
+	case !c.s.track(1):
+		cancel(nil)
+		return nil, errors.New("the server is stopping")
+	}
+	c.runs[m.ID] = r
+	return r, nil
+}
+
+func variantIndex(b *lab.Block, v *lab.Variant) int {
+	for i, x := range b.Variants {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// settings turns the message's params into scenario settings, in key order;
+// a bad one names its key.
+func settings(params map[string]json.RawMessage) ([]lab.Setting, error) {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var set []lab.Setting
+	for _, k := range keys {
+		var v any
+		if err := json.Unmarshal(params[k], &v); err != nil {
+			return nil, &fieldError{k, fmt.Sprintf("%s: %v", k, err)}
+		}
+		s := sim.Default()
+		if err := s.Set(k, v); err != nil {
+			return nil, &fieldError{k, err.Error()}
+		}
+		set = append(set, lab.Setting{Key: k, Value: v})
+	}
+	return set, nil
+}
+
+// scenarioField finds the scenario key that Block.Scenarios refused.
+func scenarioField(b *lab.Block, set []lab.Setting) string {
+	for _, v := range b.Variants {
+		s, err := b.Scenario(v, set)
+		if err == nil {
+			err = s.Validate()
+		}
+		var pe *sim.ParamError
+		if errors.As(err, &pe) {
+			key, _, _ := strings.Cut(pe.Key, "[")
+			return key
+		}
+	}
+	return ""
+}
+
+// scenarioMessage drops the file position of a lab error: the page names
+// the block already.
+func scenarioMessage(err error) string {
+	var le *lab.Error
+	if errors.As(err, &le) && le.Line > 0 {
+		return le.Msg
+	}
+	return err.Error()
+}
+
+// checkLimits bounds a run by its effective scenario (PROTOCOL.md: limits).
+func checkLimits(s *sim.Scenario, mode string, lim Limits) *fieldError {
+	if mode == "model" {
+		if s.Requests > lim.ModelRequests {
+			return &fieldError{"requests", fmt.Sprintf("requests: %d is more than a model run streams (at most %d)", s.Requests, lim.ModelRequests)}
+		}
+		if s.Requests == 0 && s.Load == "open" && s.Rate*s.Duration.Seconds() > float64(lim.ModelRequests) {
+			return &fieldError{"duration", fmt.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", s.Rate*s.Duration.Seconds(), lim.ModelRequests)}
+		}
+		return nil
+	}
+	switch {
+	case s.Requests > lim.RealRequests:
+		return &fieldError{"requests", fmt.Sprintf("requests: %d is too many for a real run (at most %d)", s.Requests, lim.RealRequests)}
+	case s.Duration > lim.RealDuration:
+		return &fieldError{"duration", fmt.Sprintf("duration: %s is too long for a real run (at most %s)", sim.FormatDuration(s.Duration), sim.FormatDuration(lim.RealDuration))}
+	case s.Requests == 0 && s.Load == "open" && s.Rate*s.Duration.Seconds() > float64(lim.RealRequests):
+		return &fieldError{"rate", fmt.Sprintf("rate: rate × duration = %.0f requests, too many for a real run (at most %d)", s.Rate*s.Duration.Seconds(), lim.RealRequests)}
+	case s.RTT > lim.RealRTT:
+		return &fieldError{"rtt", fmt.Sprintf("rtt: %s is too long for a real run (at most %s)", sim.FormatDuration(s.RTT), sim.FormatDuration(lim.RealRTT))}
+	case s.Concurrency > lim.RealConcurrency:
+		return &fieldError{"concurrency", fmt.Sprintf("concurrency: %d is too many for a real run (at most %d)", s.Concurrency, lim.RealConcurrency)}
+	}
+	return nil
+}
+
+// exec runs r to its end and reports it; it is the run's goroutine.
+func (r *run) exec() {
+	defer r.c.s.wg.Done()
+	defer func() {
+		r.cancel(nil)
+		r.c.mu.Lock()
+		delete(r.c.runs, r.id)
+		r.c.mu.Unlock()
+	}()
+	r.started = time.Now()
+	var err error
+	if r.mode == "real" {
+		err = r.execReal()
+	} else {
+		err = r.execModel()
+	}
+	if err != nil {
+		r.fail(err)
+	}
+}
+
+// fail reports why a run stopped: nothing when its client left.
+func (r *run) fail(err error) {
+	if r.c.ctx.Err() != nil {
+		return
+	}
+	if cause := context.Cause(r.ctx); cause != nil && r.ctx.Err() != nil {
+		err = cause
+	}
+	var fe *fieldError
+	switch {
+	case errors.As(err, &fe):
+		r.c.send(errorMsg(r.id, fe.field, fe.msg))
+	case errors.Is(err, errCancelled):
+		r.c.send(errorMsg(r.id, "", "cancelled"))
+	default:
+		var pe *sim.ParamError
+		field := ""
+		if errors.As(err, &pe) {
+			field, _, _ = strings.Cut(pe.Key, "[")
+		}
+		r.c.send(errorMsg(r.id, field, scenarioMessage(err)))
+	}
+}
+
+func (r *run) startedMsg() []byte {
+	m := outStarted{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
+	for _, v := range r.sub.Variants {
+		m.Variants = append(m.Variants, variantName{v.Name, v.Label})
+		s, _ := r.sub.Scenario(v, r.set)
+		p := map[string]string{}
+		for _, key := range sim.Keys() {
+			p[key], _ = s.Get(key)
+		}
+		m.Params[v.Name] = p
+	}
+	return encode(m)
+}
+
+// execModel simulates each variant in turn: its events, then its stats.
+func (r *run) execModel() error {
+	s := r.c.s
+	select {
+	case s.modelSem <- struct{}{}:
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	}
+	defer func() { <-s.modelSem }()
+	ctx, cancel := context.WithTimeoutCause(r.ctx, s.limits.ModelRunTime,
+		fmt.Errorf("the run took longer than %s; make it smaller", s.limits.ModelRunTime))
+	defer cancel()
+	r.c.send(r.startedMsg())
+	st := newStream(r.c, r.id, s.limits.ModelEvents, false, s.limits.BackpressureWait)
+	defer st.close()
+	res := &lab.BlockResult{ID: r.block.ID, Title: r.block.Title, Checks: []lab.Check{}}
+	for _, v := range r.sub.Variants {
+		one := *r.sub
+		one.Variants = []*lab.Variant{v}
+		requests := 0
+		over := false
+		sink := func(_, variant string, e *sim.Event) {
+			if over {
+				return
+			}
+			if e.Kind == sim.KindRequest {
+				if requests++; requests > s.limits.ModelRequests {
+					over = true
+					r.cancel(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", variant, s.limits.ModelRequests)})
+					return
+				}
+			}
+			st.add(variant, e)
+		}
+		vr, err := one.RunVariants(ctx, lab.RunOptions{Seed: r.seed, Set: r.set, Sink: sink})
+		st.flush()
+		if err != nil {
+			if ctx.Err() != nil {
+				if c := context.Cause(ctx); c != nil {
+					return c
+				}
+			}
+			return err
+		}
+		x := vr.Variants[0]
+		res.Variants = append(res.Variants, x)
+		if x.Summary != nil {
+			r.c.send(encode(outStats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary}))
+		}
+	}
+	checks := []lab.Check{}
+	if r.checked && len(r.block.Expects) > 0 {
+		results := map[string]*lab.BlockResult{r.block.ID: res}
+		for _, id := range r.block.Needs()[1:] {
+			nb, err := r.page.Block(id)
+			if err != nil {
+				return err
+			}
+			nr, err := nb.RunVariants(ctx, lab.RunOptions{Seed: r.seed})
+			if err != nil {
+				return err
+			}
+			results[id] = nr
+		}
+		checks = r.block.Check(results)
+	}
+	r.c.send(encode(r.doneMsg(res, nil, checks)))
+	return nil
+}
+
+func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) outDone {
+	d := outDone{Type: "done", ID: r.id, Checks: checks, ElapsedMS: float64(time.Since(r.started).Microseconds()) / 1000}
+	for _, v := range res.Variants {
+		dv := doneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error}
+		if model != nil {
+			for _, mv := range model.Variants {
+				if mv.Name == v.Name && mv.Summary != nil {
+					dv.Model = mv.Summary
+					if v.Summary != nil {
+						compare := r.c.s.opt.Compare
+						if compare == nil {
+							compare = DefaultCompare
+						}
+						dv.Compare = compare(mv.Summary, v.Summary)
+					}
+				}
+			}
+		}
+		d.Variants = append(d.Variants, dv)
+	}
+	if d.Variants == nil {
+		d.Variants = []doneVariant{}
+	}
+	return d
+}
+
+// execReal waits for the server's real-run slot, then runs the block on
+// real servers through Options.Real, streaming its events and a summary of
+// each variant about once a second.
+func (r *run) execReal() error {
+	s := r.c.s
+	job := &realJob{c: r.c, id: r.id, ctx: r.ctx, start: make(chan struct{})}
+	defer s.hub.release(job)
+	if !s.hub.wait(job) {
+		return r.ctx.Err()
+	}
+	limit := s.limits.RealDuration + 30*time.Second // the run, plus starting its servers
+	ctx, cancel := context.WithTimeoutCause(r.ctx, limit,
+		fmt.Errorf("the real run took longer than %s and was stopped", sim.FormatDuration(limit)))
+	defer cancel()
+	r.c.send(r.startedMsg())
+	st := newStream(r.c, r.id, 0, true, 0)
+	defer st.close()
+	tick := time.NewTicker(s.limits.StatsEvery)
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		for {
+			select {
+			case <-tick.C:
+				st.sendStats()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	names := make([]string, len(r.sub.Variants))
+	for i, v := range r.sub.Variants {
+		names[i] = v.Name
+	}
+	var mu sync.Mutex
+	requests := map[string]int{}
+	sink := func(variant string, e *sim.Event) {
+		if e.Kind == sim.KindRequest {
+			mu.Lock()
+			requests[variant]++
+			n := requests[variant]
+			mu.Unlock()
+			if n > s.limits.RealRequests {
+				r.cancel(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, the most a real run may; shorten duration or set requests", variant, s.limits.RealRequests)})
+				return
+			}
+		}
+		st.add(variant, e)
+	}
+	res, err := s.opt.Real(ctx, r.sub, r.set, names, sink)
+	tick.Stop()
+	close(stop)
+	<-ticked
+	st.sendStats()
+	st.close()
+	if ctx.Err() != nil {
+		if c := context.Cause(ctx); c != nil {
+			return c
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if res == nil {
+		return errors.New("the real run returned no result")
+	}
+	model, err := r.sub.RunVariants(ctx, lab.RunOptions{Seed: r.seed, Set: r.set})
+	if err != nil {
+		return err
+	}
+	r.c.send(encode(r.doneMsg(res, model, []lab.Check{})))
+	return nil
+}
+
+// DefaultCompare sets each phase's median against the model's: a phase is
+// within tolerance when it differs by at most 20 % or 2 ms, whichever is
+// larger. sim validate's own rule replaces it when the harness provides one
+// (Options.Compare).
+func DefaultCompare(model, measured *sim.Summary) []CompareRow {
+	phases := []struct {
+		name   string
+		mo, me sim.Stat
+	}{
+		{"namelookup", model.NameLookup, measured.NameLookup},
+		{"connect", model.Connect, measured.Connect},
+		{"appconnect", model.AppConnect, measured.AppConnect},
+		{"starttransfer", model.StartTransfer, measured.StartTransfer},
+		{"total", model.Total, measured.Total},
+	}
+	rows := make([]CompareRow, 0, len(phases))
+	for _, p := range phases {
+		row := CompareRow{Phase: p.name, ModelMS: p.mo.P50, MeasuredMS: p.me.P50}
+		diff := p.me.P50 - p.mo.P50
+		if p.mo.P50 != 0 {
+			row.ErrorPct = math.Round(1000*diff/p.mo.P50) / 10
+		}
+		row.OK = math.Abs(diff) <= max(0.2*p.mo.P50, 2)
+		rows = append(rows, row)
+	}
+	return rows
+}

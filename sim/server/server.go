@@ -1,0 +1,338 @@
+// Package server is `sim serve`: it serves the built site and streams runs
+// of the pages' ```sim blocks to their widgets over one WebSocket endpoint,
+// /ws, following PROTOCOL.md.
+//
+// One hub goroutine owns the clients and the queue of real runs. Each
+// client has a read pump and a single write pump with a bounded queue: a
+// slow client loses its oldest event batches, never blocks the others.
+// Every run is cancelled when its client leaves, and Close returns only when
+// every goroutine the server started has ended.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/lab"
+	"github.com/gorilla/websocket"
+)
+
+// RealFunc runs the given variants of a block on real loopback servers
+// (harness.RunBlock). It calls sink for every event as it happens, possibly
+// from several goroutines, and returns when the run ends or ctx is done.
+type RealFunc func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(variant string, e *sim.Event)) (*lab.BlockResult, error)
+
+// Options configure a Server. The zero value serves nothing but /ws with no
+// pages; set at least Labs.
+type Options struct {
+	// Public is the built site's directory ("" serves no files).
+	Public string
+	// Labs are the directories whose Markdown pages hold ```sim blocks.
+	Labs []string
+	// Real runs blocks on real servers; nil answers real runs with an error.
+	Real RealFunc
+	// Compare sets a real variant's summary against the model's, as `sim
+	// validate` does; nil uses DefaultCompare.
+	Compare func(model, measured *sim.Summary) []CompareRow
+	// LoopbackHosts makes the server refuse requests whose Host header is
+	// not a loopback name or address (127.0.0.0/8, ::1, localhost): a page
+	// on another site cannot reach it by pointing its own name at 127.0.0.1
+	// (DNS rebinding). Set it when listening on loopback.
+	LoopbackHosts bool
+	// Logf logs server events; nil discards them.
+	Logf func(format string, args ...any)
+	// Limits; zero fields take DefaultLimits' values.
+	Limits Limits
+}
+
+// Limits bound what one client may ask and hold.
+type Limits struct {
+	MessageBytes     int   // largest client message answered (bigger: an error frame)
+	HardMessageBytes int64 // past this the connection is closed (code 1009)
+	RunsPerSocket    int   // runs in flight on one socket
+	ModelRequests    int   // requests of one variant in model mode
+	ModelEvents      int   // events streamed per variant in model mode
+	ModelRunTime     time.Duration
+	ModelRuns        int // model runs computing at once on the whole server
+	RealRequests     int
+	RealDuration     time.Duration // longest real run, and the longest duration key
+	RealRTT          time.Duration
+	RealConcurrency  int
+	ClientBuffer     int           // bytes of event batches queued per client
+	BackpressureWait time.Duration // how long a model run may wait for a slow client in total
+	BatchEvents      int
+	BatchWait        time.Duration
+	StatsEvery       time.Duration // real mode
+	PingPeriod       time.Duration
+	PongWait         time.Duration
+	WriteWait        time.Duration
+}
+
+// DefaultLimits are the limits of PROTOCOL.md.
+var DefaultLimits = Limits{
+	MessageBytes:     16 << 10,
+	HardMessageBytes: 1 << 20,
+	RunsPerSocket:    4,
+	ModelRequests:    200_000,
+	ModelEvents:      20_000,
+	ModelRunTime:     30 * time.Second,
+	RealRequests:     2_000,
+	RealDuration:     120 * time.Second,
+	RealRTT:          time.Second,
+	RealConcurrency:  200,
+	ClientBuffer:     1 << 20,
+	BackpressureWait: time.Second,
+	BatchEvents:      512,
+	BatchWait:        50 * time.Millisecond,
+	StatsEvery:       time.Second,
+	PingPeriod:       30 * time.Second,
+	PongWait:         60 * time.Second,
+	WriteWait:        10 * time.Second,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if d.ModelRuns == 0 {
+		d.ModelRuns = max(2, runtime.GOMAXPROCS(0))
+	}
+	fill := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	fillD := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	fill(&l.MessageBytes, d.MessageBytes)
+	if l.HardMessageBytes <= 0 {
+		l.HardMessageBytes = d.HardMessageBytes
+	}
+	l.HardMessageBytes = max(l.HardMessageBytes, int64(l.MessageBytes)+1)
+	fill(&l.RunsPerSocket, d.RunsPerSocket)
+	fill(&l.ModelRequests, d.ModelRequests)
+	fill(&l.ModelEvents, d.ModelEvents)
+	fillD(&l.ModelRunTime, d.ModelRunTime)
+	fill(&l.ModelRuns, d.ModelRuns)
+	fill(&l.RealRequests, d.RealRequests)
+	fillD(&l.RealDuration, d.RealDuration)
+	fillD(&l.RealRTT, d.RealRTT)
+	fill(&l.RealConcurrency, d.RealConcurrency)
+	fill(&l.ClientBuffer, d.ClientBuffer)
+	fillD(&l.BackpressureWait, d.BackpressureWait)
+	fill(&l.BatchEvents, d.BatchEvents)
+	fillD(&l.BatchWait, d.BatchWait)
+	fillD(&l.StatsEvery, d.StatsEvery)
+	fillD(&l.PingPeriod, d.PingPeriod)
+	fillD(&l.PongWait, d.PongWait)
+	fillD(&l.WriteWait, d.WriteWait)
+	return l
+}
+
+// A Server serves the site, /api/params and /ws. Create it with New, mount
+// extra handlers on Mux, then Serve (or use Handler with your own
+// http.Server and call Close).
+type Server struct {
+	opt      Options
+	limits   Limits
+	logf     func(string, ...any)
+	pages    *pages
+	hub      *hub
+	mux      *http.ServeMux
+	upgrader websocket.Upgrader
+	modelSem chan struct{}
+
+	ctx     context.Context // cancelled by Close: ends every client and run
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	closing bool
+	wg      sync.WaitGroup // every client and run goroutine
+	once    sync.Once
+
+	// Pages is the number of pages with ```sim blocks found at start.
+	Pages int
+}
+
+// New reads the pages and starts the hub. Pages that fail to parse are
+// logged; a run that names one gets the parse error.
+func New(opt Options) *Server {
+	s := &Server{opt: opt, limits: opt.Limits.withDefaults(), logf: opt.Logf}
+	if s.logf == nil {
+		s.logf = func(string, ...any) {}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.pages = newPages(opt.Labs, s.logf)
+	s.Pages = s.pages.load()
+	s.modelSem = make(chan struct{}, s.limits.ModelRuns)
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize:   4096,
+		WriteBufferSize:  32 << 10,
+		HandshakeTimeout: 10 * time.Second,
+		CheckOrigin:      sameOrigin,
+	}
+	s.hub = newHub()
+	go s.hub.run()
+
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /ws", s.serveWS)
+	s.mux.HandleFunc("GET /api/params", serveParams)
+	if opt.Public != "" {
+		s.mux.Handle("/", staticHandler(opt.Public))
+	}
+	return s
+}
+
+// Mux is the server's router, for extensions to add handlers to before
+// serving.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// Handler is the server's HTTP handler: the mux behind the Host check.
+func (s *Server) Handler() http.Handler {
+	if !s.opt.LoopbackHosts {
+		return s.mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("sim serve answers only requests to a loopback address (got Host %q)", r.Host), http.StatusForbidden)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// Serve answers on ln until ctx is done, then shuts down gracefully: it
+// stops accepting, closes every WebSocket (cancelling their runs) and
+// returns when every goroutine has ended.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second, // cleared by the WebSocket upgrade
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var err error
+	served := false
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		served = true
+	}
+	s.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	serr := hs.Shutdown(sctx)
+	if !served {
+		err = <-errc
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Close ends every WebSocket and run and waits for their goroutines. The
+// HTTP side is the caller's (Serve shuts it down).
+func (s *Server) Close() {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		close(s.hub.stop)
+		<-s.hub.done
+		s.cancel()
+		s.wg.Wait()
+	})
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	conn, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered (403 for a foreign Origin)
+	}
+	if !s.track(2) { // this goroutine (the read pump) and the write pump
+		conn.Close()
+		return
+	}
+	defer s.wg.Done()
+	c := newClient(s, conn)
+	if !s.hub.join(c) {
+		s.wg.Done()
+		c.cancel()
+		conn.Close()
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		c.writePump()
+	}()
+	c.readPump()
+	c.cancel() // ends the write pump and every run of c
+	s.hub.part(c)
+}
+
+// track counts n more goroutines for Close to wait for; false once Close
+// has begun (start nothing then).
+func (s *Server) track(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(n)
+	return true
+}
+
+func serveParams(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(sim.Params())
+}
+
+// sameOrigin accepts an upgrade without an Origin header (not a browser) or
+// whose Origin's host:port is the Host the request was sent to.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
