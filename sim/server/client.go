@@ -61,17 +61,18 @@ func (c *client) send(data []byte) {
 	c.wake()
 }
 
-// sendBatch queues an event batch of run id. While the queue holds more
-// than the client's budget of batches, it waits for the write pump to make
-// room, for at most *wait (the caller's remaining patience, decreased by the
-// time spent); then it drops the oldest batches. A model run passes its
-// patience, so a client that reads a bit slower than the model computes
-// slows the model down instead of losing events; a real run passes none (a
-// measurement cannot pause).
+// sendBatch queues an event batch of run id. A model run passes its
+// patience in wait: while the queue holds more than ModelQueue bytes of
+// batches it waits for the write pump to make room, for at most *wait in
+// total (decreased by the time spent), so a client that reads a bit slower
+// than the model computes slows the model down instead of losing events,
+// and its batches stay fresh. A real run passes no patience (a measurement
+// cannot pause). Past the patience, or beyond ClientBuffer bytes, the
+// oldest batches are dropped.
 func (c *client) sendBatch(id string, data []byte, wait *time.Duration) {
-	limit := c.s.limits.ClientBuffer
+	lim := c.s.limits
 	c.mu.Lock()
-	for c.batchBytes > 0 && c.batchBytes+len(data) > limit && *wait > 0 && c.ctx.Err() == nil {
+	for c.batchBytes > 0 && c.batchBytes+len(data) > lim.ModelQueue && *wait > 0 && c.ctx.Err() == nil {
 		c.mu.Unlock()
 		start := time.Now()
 		t := time.NewTimer(*wait)
@@ -86,9 +87,10 @@ func (c *client) sendBatch(id string, data []byte, wait *time.Duration) {
 	}
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
+		putBuf(data)
 		return
 	}
-	for c.batchBytes > 0 && c.batchBytes+len(data) > limit {
+	for c.batchBytes > 0 && c.batchBytes+len(data) > lim.ClientBuffer {
 		c.dropOldestLocked()
 	}
 	c.queue = append(c.queue, outMsg{data: data, run: id, batch: true})

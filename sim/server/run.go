@@ -327,6 +327,9 @@ func (r *run) exec() {
 	} else {
 		err = r.execModel()
 	}
+	if f := r.c.s.runEnded; f != nil {
+		f(r.id, err)
+	}
 	if err != nil {
 		r.fail(err)
 	}

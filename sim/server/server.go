@@ -68,7 +68,8 @@ type Limits struct {
 	RealDuration     time.Duration // longest real run, and the longest duration key
 	RealRTT          time.Duration
 	RealConcurrency  int
-	ClientBuffer     int           // bytes of event batches queued per client
+	ClientBuffer     int           // bytes of event batches queued per client; beyond, the oldest are dropped
+	ModelQueue       int           // bytes of batches queued before a model run waits for its client
 	BackpressureWait time.Duration // how long a model run may wait for a slow client in total
 	BatchEvents      int
 	BatchWait        time.Duration
@@ -91,6 +92,7 @@ var DefaultLimits = Limits{
 	RealRTT:          time.Second,
 	RealConcurrency:  200,
 	ClientBuffer:     1 << 20,
+	ModelQueue:       128 << 10,
 	BackpressureWait: time.Second,
 	BatchEvents:      512,
 	BatchWait:        50 * time.Millisecond,
@@ -130,6 +132,8 @@ func (l Limits) withDefaults() Limits {
 	fillD(&l.RealRTT, d.RealRTT)
 	fill(&l.RealConcurrency, d.RealConcurrency)
 	fill(&l.ClientBuffer, d.ClientBuffer)
+	fill(&l.ModelQueue, d.ModelQueue)
+	l.ModelQueue = min(l.ModelQueue, l.ClientBuffer)
 	fillD(&l.BackpressureWait, d.BackpressureWait)
 	fill(&l.BatchEvents, d.BatchEvents)
 	fillD(&l.BatchWait, d.BatchWait)
@@ -159,6 +163,10 @@ type Server struct {
 	closing bool
 	wg      sync.WaitGroup // every client and run goroutine
 	once    sync.Once
+
+	// runEnded, when set (by tests), sees how each run ended: nil when it
+	// finished, else the error that stopped it.
+	runEnded func(id string, err error)
 
 	// Pages is the number of pages with ```sim blocks found at start.
 	Pages int

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -455,6 +456,12 @@ func TestCloseCancelsRuns(t *testing.T) {
 		realCancelled.Store(true)
 		return nil, ctx.Err()
 	}})
+	ended := make(chan error, 2)
+	s.runEnded = func(id string, err error) {
+		if id == "model" {
+			ended <- err
+		}
+	}
 	http.Get(s.ts.URL + "/api/params") // let the HTTP client's idle goroutines exist
 	time.Sleep(50 * time.Millisecond)
 	base := runtime.NumGoroutine()
@@ -468,6 +475,9 @@ func TestCloseCancelsRuns(t *testing.T) {
 	until(t, c, "model", "events")
 	<-realStarted
 	c.Close()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Errorf("the model run ended with %v, want context.Canceled", err)
+	}
 	goroutinesBack(t, base)
 	if !realCancelled.Load() {
 		t.Error("the real run was not cancelled")

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the server's goroutines
+// while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs `sim serve args...` until the returned stop is called,
+// which returns the exit status and the output.
+func startServe(t *testing.T, args ...string) (base string, stop func() (int, string, string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}, append([]string{"serve"}, args...))
+	}()
+	addrRE := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := addrRE.FindStringSubmatch(out.String()); m != nil {
+			base = "http://" + m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("sim serve exited %d: %s%s", code, out.String(), errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("sim serve printed no address: %s%s", out.String(), errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopped := false
+	stop = func() (int, string, string) {
+		stopped = true
+		cancel()
+		select {
+		case code := <-done:
+			return code, out.String(), errb.String()
+		case <-time.After(15 * time.Second):
+			t.Fatal("sim serve did not stop on Ctrl-C")
+			return 0, "", ""
+		}
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			stop()
+		}
+	})
+	return base, stop
+}
+
+func get(t *testing.T, url string) (int, string, http.Header) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), resp.Header
+}
+
+// sim serve serves the built site, /api/params as `sim params --json`
+// prints it, and /ws runs whose numbers are the ones `sim run --json`
+// prints; Ctrl-C stops it, leaving no goroutine behind.
+func TestServe(t *testing.T) {
+	public := t.TempDir()
+	os.WriteFile(filepath.Join(public, "index.html"), []byte("<h1>connlab</h1>"), 0o644)
+	os.WriteFile(filepath.Join(public, "404.html"), []byte("<h1>not here</h1>"), 0o644)
+	before := runtime.NumGoroutine()
+	base, stop := startServe(t, "--addr", "127.0.0.1:0", "--public", public, "--labs", "../../labs")
+
+	if code, body, _ := get(t, base+"/"); code != 200 || body != "<h1>connlab</h1>" {
+		t.Errorf("/: %d %q", code, body)
+	}
+	if code, body, _ := get(t, base+"/nowhere"); code != 404 || body != "<h1>not here</h1>" {
+		t.Errorf("/nowhere: %d %q", code, body)
+	}
+	wantParams, _, _ := runSim(t, "params", "--json")
+	if code, body, h := get(t, base+"/api/params"); code != 200 || body != wantParams || h.Get("Content-Type") != "application/json" {
+		t.Errorf("/api/params: %d %s, differs from sim params --json", code, h.Get("Content-Type"))
+	}
+
+	// The run's summaries are sim run --json's.
+	out, _, code := runSim(t, "run", "--json", "--block", "workers", phpLab)
+	if code != 0 {
+		t.Fatalf("sim run exit %d", code)
+	}
+	var want LabOutput
+	if err := json.Unmarshal([]byte(out), &want); err != nil {
+		t.Fatal(err)
+	}
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/ws"
+	c, _, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"run","id":"1","lab":"php-persistent-share","block":"workers","mode":"model","params":{}}`))
+	var done struct {
+		Type     string `json:"type"`
+		Variants []struct {
+			Name    string          `json:"name"`
+			Summary json.RawMessage `json:"summary"`
+		} `json:"variants"`
+		Checks json.RawMessage `json:"checks"`
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for done.Type != "done" {
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &done); err != nil {
+			t.Fatal(err)
+		}
+		if done.Type == "error" {
+			t.Fatalf("error: %s", data)
+		}
+	}
+	wv := want.Blocks[0].Variants
+	if len(done.Variants) != len(wv) {
+		t.Fatalf("%d variants, want %d", len(done.Variants), len(wv))
+	}
+	for i, v := range wv {
+		wantSum, _ := json.Marshal(v.Summary)
+		if done.Variants[i].Name != v.Name || !bytes.Equal(done.Variants[i].Summary, wantSum) {
+			t.Errorf("%s: summary\n got %s\nwant %s", v.Name, done.Variants[i].Summary, wantSum)
+		}
+	}
+	wantChecks, _ := json.Marshal(want.Blocks[0].Checks)
+	if !bytes.Equal(done.Checks, wantChecks) {
+		t.Errorf("checks\n got %s\nwant %s", done.Checks, wantChecks)
+	}
+
+	code, stdout, stderr := stop()
+	if code != 0 || !strings.Contains(stdout, "sim serve: stopped") {
+		t.Errorf("Ctrl-C: exit %d, %q %q", code, stdout, stderr)
+	}
+	c.Close()
+	http.DefaultClient.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Without a built site, sim serve says how to build it and still runs
+// labs.
+func TestServeNoSite(t *testing.T) {
+	base, stop := startServe(t, "--addr", "127.0.0.1:0", "--public", filepath.Join(t.TempDir(), "public"), "--labs", "../../labs")
+	code, body, _ := get(t, base+"/")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "make site") {
+		t.Errorf("/: %d %q", code, body)
+	}
+	if _, _, stderr := stop(); !strings.Contains(stderr, "make site") {
+		t.Errorf("no warning on stderr: %q", stderr)
+	}
+}
+
+// sim serve binds to loopback only unless told otherwise.
+func TestServeAddr(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8080", ":8080", "192.0.2.1:80", "example.com:80", "nonsense"} {
+		_, stderr, code := runSim(t, "serve", "--addr", addr)
+		if code != 2 || !strings.Contains(stderr, "--addr") {
+			t.Errorf("--addr %s: exit %d, %q", addr, code, stderr)
+		}
+	}
+	for _, tc := range []struct {
+		addr     string
+		remote   bool
+		loopback bool
+		ok       bool
+	}{
+		{"127.0.0.1:8080", false, true, true},
+		{"127.1.2.3:0", false, true, true},
+		{"[::1]:8080", false, true, true},
+		{"localhost:8080", false, true, true},
+		{"192.0.2.1:80", true, false, true},
+		{"192.0.2.1:80", false, false, false},
+	} {
+		loopback, err := checkAddr(tc.addr, tc.remote)
+		if loopback != tc.loopback || (err == nil) != tc.ok {
+			t.Errorf("checkAddr(%s, %v) = %v, %v", tc.addr, tc.remote, loopback, err)
+		}
+	}
+}
