@@ -8,12 +8,18 @@ import (
 	"os"
 	"strings"
 
+	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/server"
 )
 
-// serveReal runs blocks on real servers for `sim serve`; nil until the
-// harness is wired in, and then real runs are answered with an error.
-var serveReal server.RealFunc
+// serveReal runs blocks on real servers for `sim serve`; while it is nil
+// (the harness not wired in), real runs are answered with an error.
+// serveCompare sets a real run against the model as `sim validate` does;
+// nil uses server.DefaultCompare.
+var (
+	serveReal    server.RealFunc
+	serveCompare func(model, measured *sim.Summary) []server.CompareRow
+)
 
 func init() {
 	register(&command{
@@ -61,6 +67,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		Public:        *public,
 		Labs:          dirs,
 		Real:          serveReal,
+		Compare:       serveCompare,
 		LoopbackHosts: loopback,
 		Logf:          logf,
 	})

@@ -163,6 +163,7 @@ type Server struct {
 	closing bool
 	wg      sync.WaitGroup // every client and run goroutine
 	once    sync.Once
+	closed  chan struct{} // closed when wg is done, after Close
 
 	// runEnded, when set (by tests), sees how each run ended: nil when it
 	// finished, else the error that stopped it.
@@ -241,7 +242,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err = <-errc:
 		served = true
 	}
-	s.Close()
+	if !s.closeWithin(10 * time.Second) {
+		s.logf("sim serve: some runs did not stop within 10 s of shutdown; exiting anyway")
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	serr := hs.Shutdown(sctx)
@@ -260,6 +263,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close ends every WebSocket and run and waits for their goroutines. The
 // HTTP side is the caller's (Serve shuts it down).
 func (s *Server) Close() {
+	s.closeWithin(-1)
+}
+
+// closeWithin is Close waiting at most d (d < 0: for ever) for the
+// goroutines; false when some had not ended (a Real that ignores its ctx).
+func (s *Server) closeWithin(d time.Duration) bool {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.closing = true
@@ -267,8 +276,22 @@ func (s *Server) Close() {
 		close(s.hub.stop)
 		<-s.hub.done
 		s.cancel()
-		s.wg.Wait()
+		s.closed = make(chan struct{})
+		go func() {
+			s.wg.Wait()
+			close(s.closed)
+		}()
 	})
+	if d < 0 {
+		<-s.closed
+		return true
+	}
+	select {
+	case <-s.closed:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
