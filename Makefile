@@ -19,7 +19,7 @@ data: build
 	$(BIN) params --json > site/data/params.json
 	@for f in $(PAGES); do \
 	  if grep -q '^```sim' $$f; then \
-	    $(BIN) run --json $$f > site/data/results/$$(basename $$f .md).json || exit 1; \
+	    $(BIN) run --json --series $$f > site/data/results/$$(basename $$f .md).json || exit 1; \
 	  fi; \
 	done
 

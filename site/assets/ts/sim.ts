@@ -1,0 +1,47 @@
+// The sim widget: every ```sim block of the page (rendered by
+// layouts/_markup/render-codeblock-sim.html) becomes a live scenario that
+// runs on the local sim server (sim/server/PROTOCOL.md). Without a server
+// the block's TOML and the build-time results stay as they are.
+import { loadStrings } from "./sim/i18n";
+import { socket } from "./sim/socket";
+import type { BlockData } from "./sim/types";
+import { Widget } from "./sim/widget";
+
+function start(): void {
+  loadStrings(document);
+  const widgets = new Map<string, Widget>();
+  for (const fig of document.querySelectorAll<HTMLElement>("figure.sim")) {
+    const script = fig.querySelector("script.sim-data");
+    if (!script) continue;
+    let data: BlockData;
+    try {
+      data = JSON.parse(script.textContent || "");
+    } catch {
+      continue;
+    }
+    try {
+      widgets.set(data.block, new Widget(fig, data));
+    } catch (e) {
+      console.error("sim widget " + data.block, e);
+    }
+  }
+  // Another widget of the page (an exercise) asks for a run.
+  document.addEventListener("connlab:run", (e) => {
+    const d = (e as CustomEvent).detail || {};
+    const w = widgets.get(d.block);
+    if (!w) return;
+    w.setParams(d.params || {});
+    void w.run(d.mode === "real" ? "real" : "model");
+  });
+  // Find out early whether a server answers, so the page can say so.
+  if (widgets.size) {
+    void socket.connect().then((ok) => {
+      document.documentElement.dataset.simServer = ok ? "live" : "none";
+      if (!ok) for (const w of widgets.values()) w.noServer();
+    });
+  }
+  (window as unknown as { connlabSim: unknown }).connlabSim = { widgets, socket };
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();

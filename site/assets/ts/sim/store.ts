@@ -1,0 +1,145 @@
+// What one variant of a run has streamed so far: calls (the waterfall's
+// rows), sockets (the connection timeline's rows) and port errors. Events
+// arrive in time order (sim/engine.go emits them so, the harness too).
+import type { Ev, Sample, Summary, PhaseRow } from "./types";
+
+// A Call is one row of the waterfall. Times are ms: start from the run's
+// start, the rest from the call's start, cumulative as curl reports them.
+export interface Call {
+  req: number; call: number; worker: number; conn: number;
+  newConn: boolean; reused: boolean; retried: boolean;
+  start: number; queue: number; dns: number; connect: number; tls: number;
+  ttfb: number; total: number; error: string; handshake: string;
+}
+
+// A Sock is one connection's life, client side: opened (connect() began),
+// used, closed by a side, then TIME_WAIT on the side that closed first.
+export interface Sock {
+  id: number; port: number; worker: number; open: number;
+  busy: number[]; // [start, end, start, end, …] of the calls it carried
+  close: number; closeBy: string; reason: string;
+  tw: number; twEnd: number; twBy: string;
+}
+
+export class VariantData {
+  calls: Call[] = [];
+  socks: Sock[] = [];
+  portErrors: number[] = [];
+  events = 0;
+  tEnd = 0; // latest event time, ms
+  maxTotal = 0; // longest call, ms
+  callEnd = 0; // when the last call ended, ms
+  sockEnd = 0; // the last open, close or port error, ms
+  summary: Summary | null = null; // measured (real) or modelled
+  model: Summary | null = null; // the model's prediction of a real run
+  compare: PhaseRow[] | null = null;
+  series: Sample[] | null = null;
+  error = "";
+  truncated = 0;
+  private byId = new Map<number, Sock>();
+  private byPort = new Map<number, Sock>();
+  private twQueue: Record<string, Sock[]> = { client: [], server: [] };
+  private twHead: Record<string, number> = { client: 0, server: 0 };
+  private lastServerClose: Sock | null = null;
+
+  constructor(public name: string, public label: string, public settings: Record<string, unknown> = {}) {}
+
+  add(e: Ev): void {
+    this.events++;
+    if (e.at_ms > this.tEnd) this.tEnd = e.at_ms;
+    switch (e.kind) {
+      case "call":
+        this.addCall(e);
+        break;
+      case "open":
+      case "close":
+      case "port_error":
+        if (e.at_ms > this.sockEnd) this.sockEnd = e.at_ms;
+    }
+    switch (e.kind) {
+      case "open": {
+        const s: Sock = {
+          id: e.conn || 0, port: e.local_port || 0, worker: e.worker || 0, open: e.at_ms,
+          busy: [], close: -1, closeBy: "", reason: "", tw: -1, twEnd: -1, twBy: "",
+        };
+        this.socks.push(s);
+        if (s.id) this.byId.set(s.id, s);
+        if (s.port) this.byPort.set(s.port, s);
+        break;
+      }
+      case "close": {
+        const s = this.byId.get(e.conn || 0);
+        if (s && s.close < 0) {
+          s.close = e.at_ms;
+          s.closeBy = e.by || "";
+          s.reason = e.reason || "";
+        }
+        if (s && e.by === "server") this.lastServerClose = s;
+        break;
+      }
+      case "time_wait": {
+        const side = e.by === "server" ? "server" : "client";
+        let s: Sock | null | undefined = null;
+        if (side === "client") s = e.local_port ? this.byPort.get(e.local_port) : null;
+        else if (this.lastServerClose && this.lastServerClose.close === e.at_ms) s = this.lastServerClose;
+        const entry: Sock = s && s.tw < 0 ? s : {
+          id: 0, port: e.local_port || 0, worker: 0, open: -1, busy: [], close: e.at_ms,
+          closeBy: side, reason: "", tw: -1, twEnd: -1, twBy: "",
+        };
+        entry.tw = e.at_ms;
+        entry.twBy = side;
+        this.twQueue[side].push(entry);
+        break;
+      }
+      case "time_wait_end": {
+        // Both sides leave TIME_WAIT oldest first (expiry, or tcp_tw_reuse
+        // taking the oldest), so a queue per side finds the socket.
+        const side = e.by === "server" ? "server" : "client";
+        const q = this.twQueue[side];
+        const i = this.twHead[side];
+        if (i < q.length) {
+          q[i].twEnd = e.at_ms;
+          this.twHead[side] = i + 1;
+          if (i > 4096) {
+            q.splice(0, i + 1);
+            this.twHead[side] = 0;
+          }
+        }
+        break;
+      }
+      case "port_error":
+        this.portErrors.push(e.at_ms);
+        break;
+    }
+  }
+
+  private addCall(e: Ev): void {
+    const start = e.start_ms || 0;
+    const c: Call = {
+      req: e.req || 0, call: e.call || 0, worker: e.worker || 0, conn: e.conn || 0,
+      newConn: !!e.new_conn, reused: !!e.reused, retried: !!e.retried,
+      start, queue: e.queue_ms || 0, dns: e.namelookup_ms || 0, connect: e.connect_ms || 0,
+      tls: e.appconnect_ms || 0, ttfb: e.starttransfer_ms || 0, total: e.total_ms || 0,
+      error: e.error || "", handshake: e.handshake || "",
+    };
+    if (c.total > this.maxTotal) this.maxTotal = c.total;
+    if (start + c.total > this.callEnd) this.callEnd = start + c.total;
+    // Rows are ordered by start; calls end nearly in start order, so an
+    // insertion from the end is cheap.
+    const a = this.calls;
+    let i = a.length;
+    while (i > 0 && (a[i - 1].start > start || (a[i - 1].start === start && a[i - 1].req > c.req))) i--;
+    if (i === a.length) a.push(c);
+    else a.splice(i, 0, c);
+    const s = this.byId.get(c.conn);
+    if (s && !c.error) {
+      const from = Math.max(start + (c.newConn ? c.dns : c.queue), s.open);
+      s.busy.push(from, start + c.total);
+    }
+  }
+
+  // socketCount is how many sockets the timeline would draw as rows.
+  get sockCount(): number {
+    return this.socks.length;
+  }
+}

@@ -1,0 +1,141 @@
+// The summary table: variants side by side, one row per measure; in a real
+// run each cell is the measurement with the model's prediction and the
+// error beside it. Below it, the expectations the page's text states.
+import { el } from "./canvas";
+import type { VariantData } from "./store";
+import type { Check, PhaseRow, Summary } from "./types";
+import { t, metric, num } from "./i18n";
+
+interface Row { key: string; label: string; always?: boolean }
+
+const ROWS: Row[] = [
+  { key: "total_ms.p50", label: "m_total_p50", always: true },
+  { key: "total_ms.p90", label: "m_total_p90", always: true },
+  { key: "total_ms.p99", label: "m_total_p99" },
+  { key: "connect_ms.p50", label: "m_connect_p50" },
+  { key: "appconnect_ms.p50", label: "m_appconnect_p50" },
+  { key: "requests", label: "m_requests" },
+  { key: "calls", label: "m_calls", always: true },
+  { key: "connects", label: "m_connects", always: true },
+  { key: "reused", label: "m_reused", always: true },
+  { key: "errors", label: "m_errors" },
+  { key: "port_errors", label: "m_port_errors" },
+  { key: "races", label: "m_races" },
+  { key: "open_peak", label: "m_open_peak" },
+  { key: "time_wait_peak", label: "m_time_wait_peak" },
+  { key: "server_time_wait_peak", label: "m_server_time_wait_peak" },
+  { key: "first_port_error_s", label: "m_first_port_error_s" },
+  { key: "recovered_s", label: "m_recovered_s" },
+  { key: "throughput_rps", label: "m_throughput_rps", always: true },
+];
+
+export function value(s: Summary | null | undefined, key: string): unknown {
+  let cur: unknown = s;
+  for (const k of key.split(".")) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<string, unknown>)[k];
+  }
+  return cur;
+}
+
+function interesting(vs: VariantData[], r: Row): boolean {
+  if (r.always) return true;
+  for (const d of vs) {
+    const v = value(d.summary, r.key);
+    if (r.key === "requests") {
+      if (typeof v === "number" && d.summary && v !== d.summary.calls) return true;
+      continue;
+    }
+    if (r.key.startsWith("connect_ms") || r.key.startsWith("appconnect_ms")) continue;
+    if (typeof v === "number" && v !== 0) return true;
+  }
+  return false;
+}
+
+// renderSummary fills root with the table for vs; real adds the model column.
+export function renderSummary(root: HTMLElement, vs: VariantData[], real: boolean, caption: string): void {
+  const table = el("table", "sim-table");
+  if (caption) table.append(el("caption", "", caption));
+  const head = el("tr");
+  head.append(el("th"));
+  for (const d of vs) {
+    const th = el("th", "", d.label);
+    th.scope = "col";
+    head.append(th);
+  }
+  table.createTHead().append(head);
+  const body = table.createTBody();
+  const refused = vs.some((d) => d.error);
+  if (refused) {
+    const tr = el("tr", "refused");
+    const th = el("th", "", t("m_variant_error"));
+    th.scope = "row";
+    tr.append(th);
+    for (const d of vs) tr.append(el("td", d.error ? "bad" : "", d.error || "–"));
+    body.append(tr);
+  }
+  for (const r of ROWS) {
+    if (!interesting(vs, r)) continue;
+    const tr = el("tr");
+    tr.dataset.metric = r.key;
+    const th = el("th", "", t(r.label));
+    th.scope = "row";
+    tr.append(th);
+    for (const d of vs) {
+      const td = el("td");
+      const v = value(d.summary, r.key);
+      td.dataset.variant = d.name;
+      if (typeof v === "number") td.dataset.value = String(v);
+      td.append(el("span", "v", d.summary ? metric(r.key, v) : "–"));
+      if (real && d.model) {
+        const m = value(d.model, r.key);
+        if (typeof m === "number") {
+          td.append(el("span", "model", t("w_model") + " " + metric(r.key, m)));
+          if (typeof v === "number" && m !== 0) {
+            const e = ((v - m) / Math.abs(m)) * 100;
+            td.append(el("span", Math.abs(e) > 25 ? "err bad" : "err", (e >= 0 ? "+" : "") + num(e, 0) + "%"));
+          }
+        }
+      }
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+  root.replaceChildren(table);
+  const rows = vs.flatMap((d) => (d.compare || []).map((p) => ({ d, p })));
+  if (rows.length) root.append(compareTable(rows));
+}
+
+function compareTable(rows: { d: VariantData; p: PhaseRow }[]): HTMLElement {
+  const table = el("table", "sim-table sim-compare");
+  table.append(el("caption", "", t("w_model") + " / " + t("w_measured")));
+  const head = el("tr");
+  for (const h of [t("w_variants"), "", t("w_model"), t("w_measured"), t("w_error"), ""]) head.append(el("th", "", h));
+  table.createTHead().append(head);
+  const body = table.createTBody();
+  for (const { d, p } of rows) {
+    const tr = el("tr", p.ok ? "" : "bad");
+    tr.append(el("td", "", d.label), el("td", "", p.phase), el("td", "", metric("x_ms", p.model_ms)),
+      el("td", "", metric("x_ms", p.measured_ms)), el("td", "", (p.error_pct >= 0 ? "+" : "") + num(p.error_pct, 0) + "%"),
+      el("td", "mark", p.ok ? "✓" : "✗"));
+    body.append(tr);
+  }
+  return table;
+}
+
+export function renderChecks(root: HTMLElement, checks: Check[] | null | undefined): void {
+  root.replaceChildren();
+  if (!checks || !checks.length) {
+    root.hidden = true;
+    return;
+  }
+  root.hidden = false;
+  root.append(el("p", "sim-checks-title", t("w_checks")));
+  const ul = el("ul", "sim-checks");
+  for (const c of checks) {
+    const li = el("li", c.ok ? "ok" : "fail");
+    li.append(el("span", "mark", c.ok ? "✓" : "✗"), " ", el("code", "", c.expect), " ", el("span", "got", c.got));
+    ul.append(li);
+  }
+  root.append(ul);
+}

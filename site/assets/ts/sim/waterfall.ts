@@ -1,0 +1,194 @@
+// The waterfall: one row per call, in start order, coloured by phase as in
+// Chrome DevTools (queueing, DNS, initial connection, TLS, waiting, content
+// download), with the connection id beside each row. A call on a reused
+// connection has no DNS, connect or TLS part, so it is visibly short.
+// Rows are drawn on a canvas, only those in view, so 20,000 rows scroll.
+import { PHASE, INK, INK3, el, setup, xAxis } from "./canvas";
+import type { Call, VariantData } from "./store";
+import { t, ms, int } from "./i18n";
+
+export interface XRange { lo: number; hi: number; aligned: boolean }
+
+const MAX_VIEW = 300; // px of rows before the waterfall scrolls
+const AXIS_H = 34;
+
+export function rowHeight(n: number): number {
+  return n <= 16 ? 20 : n <= 40 ? 14 : n <= 120 ? 6 : 3;
+}
+
+export class Waterfall {
+  root = el("div", "sim-wf");
+  private scroll = el("div", "sim-wf-scroll");
+  private canvas = el("canvas", "sim-wf-rows");
+  private spacer = el("div", "sim-wf-spacer");
+  private axis = el("canvas", "sim-wf-axis");
+  private data: VariantData | null = null;
+  private x: XRange = { lo: 0, hi: 1, aligned: false };
+  private rowH = 20;
+  private gutter = 64;
+
+  constructor(private tip: (html: string | null, ev?: MouseEvent) => void) {
+    this.canvas.setAttribute("role", "img");
+    this.scroll.append(this.canvas, this.spacer);
+    this.root.append(this.scroll, this.axis);
+    this.scroll.addEventListener("scroll", () => this.draw(), { passive: true });
+    this.canvas.addEventListener("mousemove", (e) => this.hover(e));
+    this.canvas.addEventListener("mouseleave", () => this.tip(null));
+  }
+
+  render(d: VariantData, x: XRange): void {
+    this.data = d;
+    this.x = x;
+    const n = d.calls.length;
+    this.rowH = rowHeight(n);
+    this.gutter = this.rowH >= 14 ? 76 : 10;
+    const view = n === 0 ? 48 : Math.min(n * this.rowH, MAX_VIEW);
+    this.scroll.style.height = view + "px";
+    this.spacer.style.height = Math.max(0, n * this.rowH - view) + "px";
+    this.canvas.setAttribute("aria-label", t("w_waterfall") + ": " + int(n) + " " + t("m_calls"));
+    this.root.dataset.rows = String(n);
+    this.draw();
+  }
+
+  private xOf(v: number, w: number): number {
+    const { lo, hi } = this.x;
+    return this.gutter + ((v - lo) / (hi - lo || 1)) * (w - this.gutter - 10);
+  }
+
+  draw(): void {
+    const d = this.data;
+    if (!d) return;
+    const w = this.root.clientWidth || 300;
+    const view = parseFloat(this.scroll.style.height) || 48;
+    const ctx = setup(this.canvas, w, view);
+    const calls = d.calls;
+    const rh = this.rowH;
+    if (calls.length === 0) {
+      ctx.fillStyle = INK3;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      ctx.fillText(t("w_no_calls"), w / 2, view / 2);
+    }
+    const top = this.scroll.scrollTop;
+    const first = Math.max(0, Math.floor(top / rh));
+    const last = Math.min(calls.length, Math.ceil((top + view) / rh) + 1);
+    const barH = rh >= 12 ? rh - 6 : Math.max(1, rh - 1);
+    // Vertical grid from the axis ticks is drawn by the axis canvas; here a
+    // light band on alternate rows when rows are tall enough to read.
+    for (let i = first; i < last; i++) {
+      const c = calls[i];
+      const y = i * rh - top;
+      if (rh >= 14 && i % 2 === 1) {
+        ctx.fillStyle = "#f7f8fa";
+        ctx.fillRect(0, y, w, rh);
+      }
+      this.drawRow(ctx, c, y + (rh - barH) / 2, barH, w);
+      if (rh >= 14) this.label(ctx, c, y + rh / 2, w);
+      else if (c.newConn) {
+        ctx.fillStyle = PHASE.connect;
+        ctx.fillRect(0, y, 3, Math.max(1, rh - 1));
+      }
+    }
+    const ax = setup(this.axis, w, AXIS_H);
+    xAxis(ax, this.gutter, w - 10, 1, this.x.lo, this.x.hi, this.x.aligned ? t("w_x_call") : t("w_x_run"));
+  }
+
+  private drawRow(ctx: CanvasRenderingContext2D, c: Call, y: number, h: number, w: number): void {
+    const t0 = this.x.aligned ? 0 : c.start;
+    const seg = (from: number, to: number, color: string) => {
+      if (to <= from) return;
+      const a = this.xOf(t0 + from, w);
+      const b = Math.max(a + 1, this.xOf(t0 + to, w));
+      ctx.fillStyle = color;
+      ctx.fillRect(a, y, b - a, h);
+    };
+    if (c.error) {
+      seg(0, Math.max(c.total, 0.0001), PHASE.error);
+      return;
+    }
+    seg(0, c.queue, PHASE.queue);
+    let ready = c.queue;
+    if (c.newConn) {
+      seg(c.queue, c.dns, PHASE.dns);
+      seg(Math.max(c.queue, c.dns), c.connect, PHASE.connect);
+      ready = Math.max(ready, c.connect);
+      if (c.tls > 0) {
+        seg(c.connect, c.tls, PHASE.tls);
+        ready = Math.max(ready, c.tls);
+      }
+    }
+    seg(ready, c.ttfb, PHASE.wait);
+    seg(Math.max(ready, c.ttfb), c.total, PHASE.download);
+    if (c.retried) {
+      ctx.fillStyle = PHASE.error;
+      ctx.fillRect(this.xOf(t0, w) - 3, y, 2, h);
+    }
+  }
+
+  private label(ctx: CanvasRenderingContext2D, c: Call, y: number, w: number): void {
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "left";
+    ctx.fillStyle = INK;
+    ctx.fillText("#" + c.req + (c.call > 1 ? "." + c.call : ""), 4, y);
+    if (c.conn) {
+      ctx.textAlign = "right";
+      ctx.fillStyle = c.newConn ? "#a86a00" : INK3;
+      ctx.fillText((c.newConn ? "● " : "") + "c" + c.conn, this.gutter - 6, y);
+    }
+    const end = this.xOf((this.x.aligned ? 0 : c.start) + c.total, w);
+    const label = c.error ? "✕" : ms(c.total);
+    ctx.textAlign = "left";
+    ctx.fillStyle = c.error ? PHASE.error : INK3;
+    const tw = ctx.measureText(label).width;
+    if (end + 4 + tw < w) ctx.fillText(label, end + 4, y);
+  }
+
+  private hover(e: MouseEvent): void {
+    const d = this.data;
+    if (!d) return;
+    const r = this.canvas.getBoundingClientRect();
+    const i = Math.floor((e.clientY - r.top + this.scroll.scrollTop) / this.rowH);
+    const c = d.calls[i];
+    if (!c) {
+      this.tip(null);
+      return;
+    }
+    this.tip(callTip(c), e);
+  }
+}
+
+// callTip is the tooltip of one call: its phases as DevTools' Timing tab
+// lists them, and curl's cumulative times.
+export function callTip(c: Call): string {
+  const rows: [string, string, number][] = [];
+  const add = (key: string, color: string, v: number) => {
+    if (v > 0) rows.push([t(key), color, v]);
+  };
+  add("ph_queue", PHASE.queue, c.queue);
+  let ready = c.queue;
+  if (c.newConn) {
+    add("ph_dns", PHASE.dns, c.dns - c.queue);
+    add("ph_connect", PHASE.connect, c.connect - Math.max(c.queue, c.dns));
+    ready = Math.max(ready, c.connect);
+    if (c.tls > 0) {
+      add("ph_tls", PHASE.tls, c.tls - c.connect);
+      ready = Math.max(ready, c.tls);
+    }
+  }
+  if (!c.error) {
+    add("ph_wait", PHASE.wait, c.ttfb - ready);
+    add("ph_download", PHASE.download, c.total - Math.max(ready, c.ttfb));
+  }
+  const head = "#" + c.req + (c.call > 1 ? "." + c.call : "") + (c.worker ? " · worker " + c.worker : "") +
+    (c.conn ? " · c" + c.conn : "");
+  const kind = c.error ? `<span class="bad">${esc(c.error)}</span>` :
+    c.newConn ? t("w_new_conn") + (c.handshake ? " · " + t("w_handshake") + ": " + esc(c.handshake) : "") : t("w_reused");
+  let h = `<strong>${esc(head)}</strong><br>${kind}${c.retried ? "<br>" + esc(t("w_retried")) : ""}<table>`;
+  for (const [name, color, v] of rows) h += `<tr><td><i style="background:${color}"></i>${esc(name)}</td><td>${ms(v)}</td></tr>`;
+  h += `<tr class="total"><td>${esc(t("ph_total"))}</td><td>${ms(c.total)}</td></tr></table>`;
+  return h;
+}
+
+export function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
+}

@@ -1,0 +1,495 @@
+// One ```sim block's widget: controls, Run (model) and Run real (loopback
+// harness), and per variant, side by side, a waterfall and a connection
+// timeline; below, the call-time distribution, the summary table and the
+// expectations. Events stream in over the page's WebSocket and are drawn
+// at most once per animation frame.
+import { CDF } from "./cdf";
+import { PHASE, VARIANT, el } from "./canvas";
+import { Controls } from "./controls";
+import { t, int, num, ms } from "./i18n";
+import { socket } from "./socket";
+import { VariantData } from "./store";
+import { SOCK, Timeline } from "./timeline";
+import type { BlockData, Check, DoneVariant, PhaseRow, ServerMsg } from "./types";
+import { renderChecks, renderSummary } from "./summary";
+import { Waterfall } from "./waterfall";
+
+const TABLE_ROWS = 500; // calls listed per variant in the table
+
+interface Pane { d: VariantData; wf: Waterfall; tl: Timeline; root: HTMLElement }
+
+export class Widget {
+  readonly block: string;
+  private data: BlockData;
+  private controls: Controls;
+  private status = el("div", "sim-status");
+  private notes = el("ul", "sim-notes");
+  private panesEl = el("div", "sim-panes");
+  private panes: Pane[] = [];
+  private cdf: CDF;
+  private summaryEl = el("div", "sim-summary");
+  private checksEl = el("div", "sim-checks-box");
+  private callsEl = el("details", "sim-calls");
+  private tipEl = el("div", "sim-tooltip");
+  private runBtn = el("button", "sim-run", t("w_run"));
+  private realBtn = el("button", "sim-run-real", t("w_run_real"));
+  private cancelBtn = el("button", "sim-cancel", t("w_cancel"));
+  private copyBtn = el("button", "sim-copy", t("w_copy"));
+  private align = el("input");
+  private cmdEl: HTMLElement;
+  private runId = "";
+  private mode = "model";
+  private real = false;
+  private checks: Check[] | null = null;
+  private queued = false;
+  private frame = 0;
+  private lastDraw = 0;
+  private drawCost = 0;
+  private summaryDirty = true;
+  private events = 0;
+  private alignSet = false; // the reader chose; until then, many rows align
+  private defaults = true; // the run uses the block's own parameters
+
+  constructor(private fig: HTMLElement, data: BlockData) {
+    this.data = data;
+    this.block = data.block;
+    const uid = "sim-" + data.block;
+    this.controls = new Controls(data.controls, uid, () => this.updateCommand());
+    this.cdf = new CDF((h, e) => this.tip(h, e));
+    this.cmdEl = el("code", "sim-cmd-text");
+    this.build();
+    this.fromBuild();
+    new ResizeObserver(() => this.schedule()).observe(this.panesEl);
+  }
+
+  private build(): void {
+    const f = this.fig;
+    f.classList.add("live");
+    f.querySelector(".sim-static")?.remove();
+    const src = f.querySelector<HTMLDetailsElement>(".sim-source");
+    if (src) src.open = false;
+    f.querySelector(".sim-source .sim-cmd")?.remove();
+
+    const toolbar = el("div", "sim-toolbar");
+    if (this.controls.fields.length) {
+      toolbar.append(el("p", "sim-section", t("w_params")), this.controls.root);
+    }
+    const fixed = Object.entries(this.data.fixed || {});
+    if (fixed.length) {
+      const p = el("p", "sim-fixed", t("w_fixed") + ": ");
+      for (const [k, v] of fixed) p.append(el("code", "", k + " = " + JSON.stringify(v)), " ");
+      toolbar.append(p);
+    }
+    const actions = el("div", "sim-actions");
+    this.runBtn.type = this.realBtn.type = this.cancelBtn.type = this.copyBtn.type = "button";
+    this.runBtn.title = t("w_run_title");
+    this.realBtn.title = t("w_run_real_title");
+    this.cancelBtn.hidden = true;
+    const reset = el("button", "sim-reset", t("w_reset"));
+    reset.type = "button";
+    this.runBtn.addEventListener("click", () => this.run("model"));
+    this.realBtn.addEventListener("click", () => this.run("real"));
+    this.cancelBtn.addEventListener("click", () => this.cancel());
+    reset.addEventListener("click", () => {
+      this.controls.reset();
+      this.updateCommand();
+    });
+    this.copyBtn.addEventListener("click", () => this.copy());
+    const alignLabel = el("label", "sim-align");
+    this.align.type = "checkbox";
+    this.align.addEventListener("change", () => {
+      this.alignSet = true;
+      this.schedule();
+    });
+    alignLabel.append(this.align, " " + t("w_align"));
+    actions.append(this.runBtn, this.realBtn, this.cancelBtn, reset, this.copyBtn, alignLabel);
+    toolbar.append(actions);
+    const cmd = el("p", "sim-cmd");
+    cmd.append(this.cmdEl);
+    toolbar.append(cmd);
+    this.status.setAttribute("role", "status");
+    this.status.setAttribute("aria-live", "polite");
+    toolbar.append(this.status, this.notes);
+
+    const legend = el("div", "sim-legend");
+    const item = (color: string, text: string, cls = "") => {
+      const s = el("span", "item " + cls);
+      const i = el("i");
+      i.style.background = color;
+      s.append(i, text);
+      legend.append(s);
+    };
+    item(PHASE.queue, t("ph_queue"));
+    item(PHASE.dns, t("ph_dns"));
+    item(PHASE.connect, t("ph_connect"));
+    item(PHASE.tls, t("ph_tls"));
+    item(PHASE.wait, t("ph_wait"));
+    item(PHASE.download, t("ph_download"));
+    item(PHASE.error, t("w_error_calls"));
+    legend.append(el("span", "sep"));
+    item(SOCK.busy, t("st_busy"));
+    item(SOCK.idle, t("st_idle"));
+    item(SOCK.client, t("st_close_client"));
+    item(SOCK.server, t("st_close_server"));
+    item(SOCK.tw, t("st_time_wait"), "hatch");
+    item(SOCK.twServer, t("st_time_wait_server"), "hatch");
+    item(SOCK.portError, t("st_port_error"));
+
+    const bottom = el("div", "sim-bottom");
+    const cdfBox = el("div", "sim-box");
+    cdfBox.append(el("p", "sim-section", t("w_latency")), this.cdf.root);
+    const sumBox = el("div", "sim-box");
+    sumBox.append(el("p", "sim-section", t("w_summary")), this.summaryEl, this.checksEl);
+    bottom.append(cdfBox, sumBox);
+    this.callsEl.append(el("summary", "", t("w_calls_table")));
+    this.tipEl.hidden = true;
+    this.tipEl.setAttribute("role", "tooltip");
+
+    const cap = f.querySelector("figcaption");
+    const after = cap ? cap.nextSibling : f.firstChild;
+    for (const n of [toolbar, legend, this.panesEl, bottom, this.callsEl, this.tipEl]) f.insertBefore(n, after);
+    this.updateCommand();
+  }
+
+  // fromBuild shows the results computed when the site was built.
+  private fromBuild(): void {
+    const built = this.data.results?.variants || [];
+    const vs = this.data.variants.map((v) => {
+      const d = new VariantData(v.name, v.label, v.settings);
+      const b = built.find((x) => x.name === v.name);
+      if (b) {
+        d.summary = b.summary || null;
+        d.error = b.error || "";
+        d.series = b.series && b.series.length ? b.series : null;
+      }
+      return d;
+    });
+    this.checks = this.data.results?.checks || null;
+    this.setPanes(vs);
+    this.setStatus(built.length ? t("w_buildtime") : "");
+    this.summaryDirty = true;
+    this.schedule();
+  }
+
+  private setPanes(vs: VariantData[]): void {
+    this.panes = vs.map((d, k) => {
+      const root = el("section", "sim-pane");
+      root.dataset.variant = d.name;
+      const h = el("h4", "sim-pane-title");
+      const sw = el("i", "swatch");
+      sw.style.background = VARIANT[k % VARIANT.length];
+      h.append(sw, d.label);
+      root.append(h);
+      const chips = el("p", "sim-chips");
+      for (const [key, v] of Object.entries(d.settings || {})) chips.append(el("code", "", key + " = " + (typeof v === "string" ? v : JSON.stringify(v))));
+      if (chips.childNodes.length) root.append(chips);
+      const wf = new Waterfall((html, e) => this.tip(html, e));
+      const tl = new Timeline((html, e) => this.tip(html, e), portCount(this.data.portRange));
+      root.append(el("p", "sim-sub", t("w_waterfall")), wf.root, el("p", "sim-sub", t("w_connections")), tl.root);
+      return { d, wf, tl, root };
+    });
+    this.panesEl.replaceChildren(...this.panes.map((p) => p.root));
+    this.panesEl.style.setProperty("--cols", String(Math.min(vs.length, 4)));
+    this.panesEl.dataset.count = String(vs.length);
+  }
+
+  private variant(name?: string): VariantData | undefined {
+    return this.panes.find((p) => p.d.name === name)?.d;
+  }
+
+  // noServer says that no server answered, unless a run is under way.
+  noServer(): void {
+    if (!this.runId) this.setStatus(t("w_noserver"), false, "noserver");
+  }
+
+  setParams(p: Record<string, unknown>): void {
+    this.controls.set(p || {});
+    this.updateCommand();
+  }
+
+  async run(mode: string): Promise<void> {
+    if (!this.controls.valid()) {
+      this.setStatus(t("w_failed"), true);
+      return;
+    }
+    this.controls.clearMarks();
+    if (this.runId) this.cancel(true);
+    this.setStatus(t("w_connecting"));
+    const ok = await socket.connect();
+    if (!ok) {
+      this.setStatus(t("w_noserver"), true, "noserver");
+      return;
+    }
+    this.mode = mode;
+    this.real = mode === "real";
+    const id = socket.newID(this.block);
+    const params = this.controls.params();
+    this.defaults = Object.keys(params).length === 0 && this.controls.seedValue() === undefined;
+    const msg: Record<string, unknown> & { id: string } = { id, lab: this.data.lab, block: this.block, mode, params };
+    const seed = this.controls.seedValue();
+    if (seed !== undefined) msg.seed = seed;
+    this.runId = id;
+    this.events = 0;
+    this.notes.replaceChildren();
+    this.checks = null;
+    this.setPanes(this.data.variants.map((v) => new VariantData(v.name, v.label, v.settings)));
+    this.fig.dataset.state = "running";
+    this.cancelBtn.hidden = false;
+    this.setStatus(this.real ? t("w_running_real") : t("w_running"));
+    if (!socket.run(msg, (m) => this.onMessage(m))) {
+      this.finish();
+      this.setStatus(t("w_lost"), true);
+      return;
+    }
+    this.summaryDirty = true;
+    this.schedule();
+  }
+
+  private cancel(quiet = false): void {
+    if (!this.runId) return;
+    socket.cancel(this.runId);
+    socket.forget(this.runId);
+    this.finish();
+    if (!quiet) this.setStatus(t("w_cancelled"));
+  }
+
+  private finish(): void {
+    this.runId = "";
+    this.cancelBtn.hidden = true;
+    this.fig.dataset.state = "idle";
+  }
+
+  private onMessage(m: ServerMsg): void {
+    if (m.id && m.id !== this.runId) return;
+    switch (m.type) {
+      case "queued":
+        this.setStatus(t("w_queued", { n: m.position ?? "?" }));
+        break;
+      case "started": {
+        const names = (m.variants || []) as { name: string; label?: string }[];
+        if (names.length) {
+          const defs = this.data.variants;
+          this.setPanes(names.map((v) => {
+            const def = defs.find((x) => x.name === v.name);
+            return new VariantData(v.name, v.label || def?.label || v.name, def?.settings || {});
+          }));
+        }
+        this.setStatus(this.real ? t("w_running_real") : t("w_running"));
+        break;
+      }
+      case "events": {
+        const d = this.variant(m.variant);
+        const evs = m.events || [];
+        if (d) for (let i = 0; i < evs.length; i++) d.add(evs[i]);
+        this.events += evs.length;
+        break;
+      }
+      case "stats": {
+        const d = this.variant(m.variant);
+        if (d && m.summary) d.summary = m.summary;
+        if (d && m.series) d.series = m.series;
+        this.summaryDirty = true;
+        break;
+      }
+      case "truncated": {
+        const d = this.variant(m.variant);
+        if (d) d.truncated = m.sent || 1;
+        this.note(t("w_truncated", { variant: d?.label || m.variant || "", n: int(m.sent || 0) }));
+        break;
+      }
+      case "dropped":
+        this.note(t("w_dropped", { n: int(m.count || 0) }));
+        break;
+      case "done": {
+        for (const v of (m.variants || []) as DoneVariant[]) {
+          const d = this.variant(v.name);
+          if (!d) continue;
+          if (v.summary) d.summary = v.summary;
+          d.error = v.error || "";
+          d.model = v.model || null;
+          d.compare = phaseRows(v.compare);
+          if (v.series && v.series.length) d.series = v.series;
+          else if (d.truncated && this.defaults && !this.real) {
+            // The stream was cut short; with the block's own parameters the
+            // build-time run is the same run, so its time series completes it.
+            const b = this.data.results?.variants?.find((x) => x.name === d.name);
+            if (b?.series?.length) d.series = b.series;
+          }
+        }
+        this.checks = m.checks || null;
+        this.finish();
+        const elapsed = num(m.elapsed_ms || 0);
+        this.setStatus(this.real ? t("w_done_real", { ms: elapsed }) : t("w_done", { events: int(this.events), ms: elapsed }), false, "done");
+        this.summaryDirty = true;
+        this.renderCalls();
+        break;
+      }
+      case "error": {
+        const marked = m.field ? this.controls.mark(m.field, m.message || "") : false;
+        const text = (m.field && !marked ? m.field + ": " : "") + (m.message || "");
+        if (m.message === "cancelled") {
+          this.finish();
+          this.setStatus(t("w_cancelled"));
+        } else {
+          if (m.id) this.finish();
+          this.setStatus(t("w_failed") + " " + text, true, "error");
+        }
+        break;
+      }
+      case "lost":
+        this.finish();
+        this.setStatus(t("w_lost"), true, "error");
+        break;
+    }
+    this.schedule();
+  }
+
+  private note(s: string): void {
+    this.notes.append(el("li", "", s));
+  }
+
+  private setStatus(s: string, bad = false, state = ""): void {
+    this.status.textContent = s;
+    this.status.classList.toggle("bad", bad);
+    this.status.dataset.state = state;
+  }
+
+  // schedule draws at the next animation frame, and no more often than the
+  // last drawing's cost allows, so a fast stream never starves the page.
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      const wait = this.drawCost * 4 - (performance.now() - this.lastDraw);
+      if (wait > 0) {
+        this.frame = 0;
+        setTimeout(() => this.schedule(), wait);
+        return;
+      }
+      this.frame = 0;
+      const t0 = performance.now();
+      this.draw();
+      this.lastDraw = performance.now();
+      this.drawCost = this.lastDraw - t0;
+    });
+  }
+
+  private draw(): void {
+    const vs = this.panes.map((p) => p.d);
+    if (!this.alignSet) this.align.checked = vs.some((d) => d.calls.length > 200);
+    const aligned = this.align.checked;
+    let hi = 0;
+    let rows = 0;
+    let gauge = 0;
+    for (const d of vs) {
+      hi = Math.max(hi, aligned ? d.maxTotal : d.callEnd);
+      rows = Math.max(rows, d.callEnd, d.sockEnd);
+      gauge = Math.max(gauge, d.tEnd, d.series && d.series.length ? d.series[d.series.length - 1].t_s * 1000 : 0);
+    }
+    const x = { lo: 0, hi: (hi || 1) * 1.02, aligned };
+    for (const p of this.panes) {
+      p.wf.render(p.d, x);
+      p.tl.render(p.d, (rows || 1) * 1.04, gauge || 1);
+    }
+    this.cdf.render(vs);
+    if (this.summaryDirty) {
+      this.summaryDirty = false;
+      renderSummary(this.summaryEl, vs, this.real, "");
+      renderChecks(this.checksEl, this.checks);
+    }
+  }
+
+  // renderCalls lists the calls of each variant as a table: the waterfall's
+  // numbers, readable and copyable.
+  private renderCalls(): void {
+    const keep = this.callsEl.querySelector("summary")!;
+    this.callsEl.replaceChildren(keep);
+    for (const p of this.panes) {
+      const d = p.d;
+      if (!d.calls.length) continue;
+      const table = el("table", "sim-table sim-calls-table");
+      table.dataset.variant = d.name;
+      const shown = Math.min(d.calls.length, TABLE_ROWS);
+      table.append(el("caption", "", d.label + " · " + int(shown) + (shown < d.calls.length ? " / " + int(d.calls.length) : "") + " " + t("m_calls")));
+      const head = el("tr");
+      for (const h of ["#", "worker", "conn", "num_connects", "time_namelookup", "time_connect", "time_appconnect", "time_starttransfer", "time_total", ""]) head.append(el("th", "", h));
+      table.createTHead().append(head);
+      const body = table.createTBody();
+      for (let i = 0; i < shown; i++) {
+        const c = d.calls[i];
+        const tr = el("tr", c.error ? "bad" : c.newConn ? "new" : "");
+        tr.dataset.req = String(c.req);
+        tr.dataset.call = String(c.call);
+        tr.dataset.conn = String(c.conn);
+        tr.dataset.new = c.newConn ? "1" : "0";
+        tr.dataset.total = String(c.total);
+        const cells = [c.req + (c.call > 1 ? "." + c.call : ""), String(c.worker || ""), c.conn ? "c" + c.conn : "", c.newConn ? "1" : "0",
+          ms(c.dns), ms(c.connect), ms(c.tls), ms(c.ttfb), ms(c.total), c.error || (c.retried ? t("w_retried") : "")];
+        for (const s of cells) tr.append(el("td", "", s));
+        body.append(tr);
+      }
+      this.callsEl.append(table);
+    }
+  }
+
+  private command(): string {
+    const parts = ["go run ./sim/cmd/sim run --block", this.block];
+    for (const [k, v] of Object.entries(this.controls.params())) parts.push("--set", shellQuote(k + "=" + (typeof v === "string" ? v : JSON.stringify(v))));
+    const seed = this.controls.seedValue();
+    if (seed !== undefined) parts.push("--seed", String(seed));
+    parts.push(this.data.file);
+    return parts.join(" ");
+  }
+
+  private updateCommand(): void {
+    this.cmdEl.textContent = this.command();
+  }
+
+  private async copy(): Promise<void> {
+    const text = this.command();
+    try {
+      await navigator.clipboard.writeText(text);
+      this.copyBtn.textContent = t("w_copied");
+    } catch {
+      const r = document.createRange();
+      r.selectNodeContents(this.cmdEl);
+      const sel = window.getSelection();
+      sel?.removeAllRanges();
+      sel?.addRange(r);
+      this.copyBtn.textContent = t("w_copy_failed");
+    }
+    setTimeout(() => (this.copyBtn.textContent = t("w_copy")), 1800);
+  }
+
+  private tip(html: string | null, e?: MouseEvent): void {
+    const tip = this.tipEl;
+    if (!html || !e) {
+      tip.hidden = true;
+      return;
+    }
+    tip.innerHTML = html;
+    tip.hidden = false;
+    const fr = this.fig.getBoundingClientRect();
+    const w = tip.offsetWidth;
+    let x = e.clientX - fr.left + 14;
+    if (x + w > fr.width - 4) x = e.clientX - fr.left - w - 14;
+    tip.style.left = Math.max(4, x) + "px";
+    tip.style.top = e.clientY - fr.top + 14 + "px";
+  }
+}
+
+function phaseRows(c: DoneVariant["compare"]): PhaseRow[] | null {
+  if (!c) return null;
+  if (Array.isArray(c)) return c;
+  return c.phases || null;
+}
+
+function portCount(range: string): number {
+  const m = /^(\d+)-(\d+)$/.exec(range || "");
+  return m ? +m[2] - +m[1] + 1 : 0;
+}
+
+function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_=.,:/+-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
+}
+
+export { ms };
