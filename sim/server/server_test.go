@@ -572,6 +572,16 @@ func TestRealRunsQueue(t *testing.T) {
 	if m, _ := until(t, c, "c", "queued"); m.Position != 2 {
 		t.Errorf("c queued at %d, want 2", m.Position)
 	}
+	// d queues behind c, then cancels while waiting: c keeps its place.
+	d := s.dial(t)
+	send(t, d, req("d"))
+	if m, _ := until(t, d, "d", "queued"); m.Position != 3 {
+		t.Errorf("d queued at %d, want 3", m.Position)
+	}
+	send(t, d, map[string]string{"type": "cancel", "id": "d"})
+	if m, _ := until(t, d, "d", "error"); m.Message != "cancelled" {
+		t.Errorf("d: %+v", m)
+	}
 	// a finishes: b runs, c moves up.
 	f.release <- struct{}{}
 	done, seen := until(t, a, "a", "done")
@@ -603,7 +613,7 @@ func TestRealRunsQueue(t *testing.T) {
 	until(t, c, "c", "done")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.maxSeen != 1 || f.calls != 3 {
+	if f.maxSeen != 1 || f.calls != 3 { // a, b, c; d never ran
 		t.Errorf("%d calls, at most %d at once; want 3, 1", f.calls, f.maxSeen)
 	}
 	if !reflect.DeepEqual(f.variants[0], []string{"persistent"}) {
@@ -923,3 +933,39 @@ func TestDefaultCompare(t *testing.T) {
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// The server pings; a page that answers stays, one that stops reading is
+// closed after PongWait.
+func TestPingPong(t *testing.T) {
+	s := newTestServer(t, Options{Limits: Limits{PingPeriod: 20 * time.Millisecond, PongWait: 150 * time.Millisecond}})
+	live := s.dial(t)
+	mute := s.dial(t)
+	// live reads (gorilla answers pings while reading) for 3 pong waits.
+	pings := 0
+	live.SetPingHandler(func(data string) error {
+		pings++
+		return live.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
+	live.SetReadDeadline(time.Now().Add(450 * time.Millisecond))
+	if _, _, err := live.ReadMessage(); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("live: %v", err)
+	}
+	if pings < 5 {
+		t.Errorf("%d pings in 450 ms, want about 20", pings)
+	}
+	// gorilla's read errors are sticky: check the socket with a new reader
+	// on the server side by running something on a fresh socket, and that
+	// mute (which read nothing, so answered no ping) was closed.
+	mute.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		if _, _, err := mute.ReadMessage(); err != nil {
+			if strings.Contains(err.Error(), "timeout") {
+				t.Errorf("mute socket still open: %v", err)
+			}
+			break
+		}
+	}
+	c := s.dial(t)
+	send(t, c, runReq{Type: "run", ID: "1", Lab: "php-persistent-share", Block: "across-requests"})
+	until(t, c, "1", "done")
+}
