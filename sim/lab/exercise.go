@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -909,6 +910,75 @@ type ScenarioRef struct {
 // Instance builds the exercise for a seed and, for a number, computes its
 // answer with the model (simulation seed 1, as `sim run` uses by default).
 func (x *Exercise) Instance(ctx context.Context, seed uint64) (*Instance, error) {
+	return x.InstanceCached(ctx, seed, nil)
+}
+
+// An AnswerCache remembers numeric answers by exercise and scenario, so the
+// seeds of many students that pick the same values run the model once. It
+// holds at most its size in answers (then starts afresh) and is safe for
+// concurrent use. A nil *AnswerCache caches nothing.
+type AnswerCache struct {
+	mu   sync.Mutex
+	m    map[string]float64
+	size int
+}
+
+// NewAnswerCache returns a cache of at most size answers.
+func NewAnswerCache(size int) *AnswerCache {
+	return &AnswerCache{m: map[string]float64{}, size: max(size, 1)}
+}
+
+// cacheKey names an answer: the English lab file (a translation shares its
+// answers), the exercise and its overrides.
+func (x *Exercise) cacheKey(over []Setting) string {
+	var b strings.Builder
+	file := x.File
+	if strings.HasSuffix(file, ".ko.md") {
+		file = strings.TrimSuffix(file, ".ko.md") + ".md"
+	}
+	b.WriteString(file)
+	b.WriteByte(0)
+	b.WriteString(x.ID)
+	for _, st := range over {
+		b.WriteByte(0)
+		b.WriteString(st.Key)
+		b.WriteByte('=')
+		b.WriteString(formatSetting(st))
+	}
+	return b.String()
+}
+
+func (c *AnswerCache) get(k string) (float64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *AnswerCache) put(k string, v float64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.size {
+		clear(c.m)
+	}
+	c.m[k] = v
+}
+
+// Len is the number of answers held.
+func (c *AnswerCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// InstanceCached is Instance with answers looked up in, and added to, cache.
+func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *AnswerCache) (*Instance, error) {
 	in := &Instance{ID: x.ID, Kind: x.Kind, Unit: x.Unit, Seed: seed, Hints: []string{}}
 	over := x.Overrides(seed)
 	values := map[string]string{}
@@ -959,9 +1029,14 @@ func (x *Exercise) Instance(ctx context.Context, seed uint64) (*Instance, error)
 	}
 	switch x.Kind {
 	case "number":
-		a, err := x.Answer(ctx, over)
-		if err != nil {
-			return nil, err
+		key := x.cacheKey(over)
+		a, ok := cache.get(key)
+		if !ok {
+			var err error
+			if a, err = x.Answer(ctx, over); err != nil {
+				return nil, err
+			}
+			cache.put(key, a)
 		}
 		in.Answer = a
 		tol := x.Tolerance

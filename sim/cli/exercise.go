@@ -1,0 +1,570 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/connlab/connlab/sim/class"
+	"github.com/connlab/connlab/sim/lab"
+	"github.com/pelletier/go-toml/v2"
+)
+
+func init() {
+	register(&command{
+		name:    "exercise",
+		summary: "ask a lab's exercises in the terminal (predict, then see the model's answer), or print the teacher's key",
+		usage:   "[--seed N] [--lang en|ko] [--id ID] [--answers-from FILE] FILE | --key [--json] [--seed N] [--lang en|ko] FILE",
+		example: `  sim exercise labs/php-persistent-share.md              # answer on the keyboard
+  sim exercise --seed 42 labs/port-exhaustion.md         # your own numbers (a student's ?seed=)
+  sim exercise --lang ko labs/php-persistent-share.md    # reads labs/php-persistent-share.ko.md
+  sim exercise --answers-from answers.toml labs/connection-pool.md
+  sim exercise --key labs/nginx-keepalive.md             # the teacher's key, with each answer's scenario
+  sim exercise --key --json labs/idle-timeouts.md > key.json
+
+Numeric answers are computed by the model from each exercise's scenario, so
+they follow the lab. A wrong answer gets a hint; type ? for a hint, show to
+see the answer, skip to move on. --answers-from reads "id = answer" lines
+(TOML; a list gives successive tries, e.g. warm-call = [40, 22]); the exit
+status is then 1 unless every number and choice was answered right.`,
+		run: exerciseCmd,
+	})
+	serveExtensions = append(serveExtensions, classExtension())
+}
+
+// KeyOutput is what `sim exercise --key --json` prints.
+type KeyOutput struct {
+	Lab       string          `json:"lab"`
+	File      string          `json:"file"`
+	Lang      string          `json:"lang"`
+	Seed      uint64          `json:"seed"`
+	Exercises []*lab.Instance `json:"exercises"`
+}
+
+func exerciseCmd(ctx context.Context, env *Env, args []string) error {
+	c := find("exercise")
+	fs := flag.NewFlagSet("exercise", flag.ContinueOnError)
+	key := fs.Bool("key", false, "print the teacher's key: every answer with the scenario it comes from")
+	asJSON := fs.Bool("json", false, "with --key, print JSON")
+	seed := fs.Uint64("seed", 0, "a student's seed: varies the exercises' numbers (0: the lab's own)")
+	lang := fs.String("lang", "", "language: en or ko (ko reads FILE's .ko.md translation; default: from FILE)")
+	only := fs.String("id", "", "ask only the exercise with this id")
+	answers := fs.String("answers-from", "", "read answers from `FILE` (\"id = answer\" lines) instead of the keyboard")
+	pos, err := parse(c, env, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"want exactly one FILE"}
+	}
+	if *asJSON && !*key {
+		return usageError{"--json goes with --key"}
+	}
+	if *key && *answers != "" {
+		return usageError{"--answers-from and --key do not go together"}
+	}
+	if *seed > maxSeed {
+		return usageError{fmt.Sprintf("--seed: at most %d", uint64(maxSeed))}
+	}
+	file, lg, err := labForLang(pos[0], *lang)
+	if err != nil {
+		return err
+	}
+	l, xs, err := lab.ReadExercises(file)
+	if err != nil {
+		return err
+	}
+	if len(xs) == 0 {
+		return fmt.Errorf("%s: no ```exercise blocks", file)
+	}
+	if *only != "" {
+		var keep []*lab.Exercise
+		var ids []string
+		for _, x := range xs {
+			ids = append(ids, x.ID)
+			if x.ID == *only {
+				keep = append(keep, x)
+			}
+		}
+		if keep == nil {
+			return fmt.Errorf("%s: no exercise %q (exercises: %s)", file, *only, strings.Join(ids, ", "))
+		}
+		xs = keep
+	}
+	// Compute every instance first: a bad scenario stops before any output.
+	ins := make([]*lab.Instance, len(xs))
+	for i, x := range xs {
+		if ins[i], err = x.Instance(ctx, *seed); err != nil {
+			return err
+		}
+	}
+	if *key {
+		if *asJSON {
+			enc := json.NewEncoder(env.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(KeyOutput{Lab: l.Title, File: l.File, Lang: lg, Seed: *seed, Exercises: ins})
+		}
+		printKey(env.Stdout, l, lg, *seed, ins)
+		return nil
+	}
+	t := texts[lg]
+	q := &quiz{env: env, t: t, file: l.File}
+	fmt.Fprintf(env.Stdout, t.intro+"\n", titleOf(l), len(ins), *seed)
+	if *answers != "" {
+		tries, err := readAnswers(*answers, xs)
+		if err != nil {
+			return err
+		}
+		q.tries = tries
+	} else {
+		q.in = bufio.NewScanner(env.Stdin)
+		q.in.Buffer(make([]byte, 4096), 1<<20)
+	}
+	for i, in := range ins {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !q.ask(i, len(ins), in) {
+			break
+		}
+	}
+	fmt.Fprintf(env.Stdout, "\n"+t.summary+"\n", q.right, q.graded, q.firstTry)
+	if q.tries != nil && q.right < q.graded {
+		return exitError(1)
+	}
+	return nil
+}
+
+// maxSeed is the largest seed a browser can hold exactly (2^53 - 1).
+const maxSeed = 1<<53 - 1
+
+// labForLang finds the file for a language: ko reads the .ko.md beside an
+// English lab; a .ko.md file defaults to ko.
+func labForLang(file, lang string) (string, string, error) {
+	isKo := strings.HasSuffix(file, ".ko.md")
+	switch lang {
+	case "":
+		if isKo {
+			return file, "ko", nil
+		}
+		return file, "en", nil
+	case "en":
+		if isKo {
+			en := strings.TrimSuffix(file, ".ko.md") + ".md"
+			return en, "en", nil
+		}
+		return file, "en", nil
+	case "ko":
+		if isKo || !strings.HasSuffix(file, ".md") {
+			return file, "ko", nil
+		}
+		ko := strings.TrimSuffix(file, ".md") + ".ko.md"
+		if _, err := os.Stat(ko); err != nil {
+			return "", "", fmt.Errorf("--lang ko: %s has no Korean translation (%s does not exist)", file, ko)
+		}
+		return ko, "ko", nil
+	}
+	return "", "", usageError{fmt.Sprintf("--lang %q: want en or ko", lang)}
+}
+
+func titleOf(l *lab.Lab) string {
+	if l.Title != "" {
+		return l.Title
+	}
+	return l.File
+}
+
+// uiText holds the terminal's words in one language.
+type uiText struct {
+	intro, summary                            string
+	number, choice, explain                   string
+	promptNumber, promptChoice, promptExplain string
+	right, wrong, high, low, hint, noHint     string
+	answerIs, why, seeRun, modelAnswer        string
+	help, skipped, stopped, bad               string
+	keyTitle, keyAnswer, keyScenario, keyRun  string
+	keyChoices, keyCorrect                    string
+}
+
+var texts = map[string]uiText{
+	"en": {
+		intro:   "%s — %d exercises (seed %d). Type ? for a hint, show for the answer, skip to move on.",
+		summary: "%d of %d right (%d on the first try).",
+		number:  "number", choice: "choice", explain: "explain",
+		promptNumber: "your answer%s> ", promptChoice: "your choice (1-%d)> ", promptExplain: "your explanation (one line)> ",
+		right: "✓ Right: %s.", wrong: "✗ Not quite%s.", high: ": your answer is too high", low: ": your answer is too low",
+		hint: "  hint: %s", noHint: "  (no more hints: type show for the answer)",
+		answerIs: "  The answer: %s", why: "  Why: %s", seeRun: "  See the run: %s", modelAnswer: "  A model answer: %s",
+		help:    "  Type an answer, ? for a hint, show for the answer, or skip.",
+		skipped: "  skipped", stopped: "\n(stopped: no more input)", bad: "  %v",
+		keyTitle: "Key: %s (%s), seed %d", keyAnswer: "answer", keyScenario: "scenario", keyRun: "run",
+		keyChoices: "choices", keyCorrect: "← right",
+	},
+	"ko": {
+		intro:   "%s — 연습 문제 %d개 (시드 %d). 힌트는 ?, 정답은 show, 넘어가려면 skip.",
+		summary: "%[2]d문제 중 %[1]d문제 정답 (첫 시도에 %[3]d문제).",
+		number:  "수치", choice: "선택", explain: "서술",
+		promptNumber: "예측값%s> ", promptChoice: "선택 (1-%d)> ", promptExplain: "설명 (한 줄)> ",
+		right: "✓ 정답: %s.", wrong: "✗ 아닙니다%s.", high: ": 너무 큽니다", low: ": 너무 작습니다",
+		hint: "  힌트: %s", noHint: "  (힌트가 더 없습니다. show를 입력하면 정답이 나옵니다)",
+		answerIs: "  정답: %s", why: "  풀이: %s", seeRun: "  실행해 보기: %s", modelAnswer: "  모범 답안: %s",
+		help:    "  답을 입력하거나, ? (힌트), show (정답), skip (건너뛰기)을 입력하세요.",
+		skipped: "  건너뜀", stopped: "\n(입력이 끝나 멈춤)", bad: "  %v",
+		keyTitle: "정답표: %s (%s), 시드 %d", keyAnswer: "정답", keyScenario: "시나리오", keyRun: "실행",
+		keyChoices: "보기", keyCorrect: "← 정답",
+	},
+}
+
+// quiz asks exercises on a terminal or from an answers file.
+type quiz struct {
+	env   *Env
+	t     uiText
+	file  string
+	in    *bufio.Scanner
+	tries map[string][]string // --answers-from
+	cur   []string
+
+	graded, right, firstTry int
+}
+
+// next returns the student's next line, or false at the end of input.
+func (q *quiz) next(prompt string) (string, bool) {
+	fmt.Fprint(q.env.Stdout, prompt)
+	if q.tries != nil {
+		if len(q.cur) == 0 {
+			fmt.Fprintln(q.env.Stdout)
+			return "", false
+		}
+		s := q.cur[0]
+		q.cur = q.cur[1:]
+		fmt.Fprintln(q.env.Stdout, s)
+		return s, true
+	}
+	if !q.in.Scan() {
+		fmt.Fprintln(q.env.Stdout)
+		return "", false
+	}
+	return strings.TrimSpace(q.in.Text()), true
+}
+
+// ask runs one exercise; false means the input ended.
+func (q *quiz) ask(i, n int, in *lab.Instance) bool {
+	w, t := q.env.Stdout, q.t
+	kind := map[string]string{"number": t.number, "choice": t.choice, "explain": t.explain}[in.Kind]
+	title := in.Title
+	if title != "" {
+		title = " " + title
+	}
+	fmt.Fprintf(w, "\n[%d/%d]%s (%s, %s)\n%s\n", i+1, n, title, in.ID, kind, in.Question)
+	for j, c := range in.Choices {
+		fmt.Fprintf(w, "  %d) %s\n", j+1, c)
+	}
+	if q.tries != nil {
+		tries, ok := q.tries[in.ID]
+		if !ok {
+			fmt.Fprintln(w, t.skipped)
+			if in.Kind != "explain" {
+				q.graded++
+			}
+			return true
+		}
+		q.cur = tries
+	}
+	prompt := t.promptExplain
+	switch in.Kind {
+	case "number":
+		unit := ""
+		if in.Unit != "" {
+			unit = " (" + in.Unit + ")"
+		}
+		prompt = fmt.Sprintf(t.promptNumber, unit)
+	case "choice":
+		prompt = fmt.Sprintf(t.promptChoice, len(in.Choices))
+	}
+	if in.Kind != "explain" {
+		q.graded++
+	}
+	hints, wrong := 0, 0
+	showHint := func() {
+		if hints < len(in.Hints) {
+			fmt.Fprintf(w, t.hint+"\n", in.Hints[hints])
+			hints++
+		} else {
+			fmt.Fprintln(w, t.noHint)
+		}
+	}
+	for {
+		line, ok := q.next(prompt)
+		if !ok {
+			if q.tries == nil {
+				fmt.Fprintln(w, t.stopped)
+				return false
+			}
+			q.reveal(in, false)
+			return true
+		}
+		switch strings.ToLower(line) {
+		case "":
+			fmt.Fprintln(w, t.help)
+			continue
+		case "?", "hint", "힌트":
+			showHint()
+			continue
+		case "show", "정답":
+			q.reveal(in, false)
+			return true
+		case "skip", "건너뛰기":
+			fmt.Fprintln(w, t.skipped)
+			return true
+		}
+		v, err := in.Check(line)
+		if err != nil {
+			fmt.Fprintf(w, t.bad+"\n", err)
+			continue
+		}
+		if in.Kind == "explain" {
+			q.reveal(in, true)
+			return true
+		}
+		if v.OK {
+			q.right++
+			if wrong == 0 {
+				q.firstTry++
+			}
+			q.reveal(in, true)
+			return true
+		}
+		wrong++
+		how := ""
+		switch v.Direction {
+		case "high":
+			how = t.high
+		case "low":
+			how = t.low
+		}
+		fmt.Fprintf(w, t.wrong+"\n", how)
+		showHint()
+	}
+}
+
+func (q *quiz) reveal(in *lab.Instance, right bool) {
+	w, t := q.env.Stdout, q.t
+	switch in.Kind {
+	case "number":
+		ans := in.AnswerText + " " + in.ToleranceText
+		if right {
+			fmt.Fprintf(w, t.right+"\n", ans)
+		} else {
+			fmt.Fprintf(w, t.answerIs+"\n", ans)
+		}
+	case "choice":
+		ans := fmt.Sprintf("%d) %s", in.Correct, in.AnswerText)
+		if right {
+			fmt.Fprintf(w, t.right+"\n", ans)
+		} else {
+			fmt.Fprintf(w, t.answerIs+"\n", ans)
+		}
+	case "explain":
+		fmt.Fprintf(w, t.modelAnswer+"\n", in.AnswerText)
+	}
+	if in.Explain != "" {
+		fmt.Fprintf(w, t.why+"\n", in.Explain)
+	}
+	if in.Scenario != nil {
+		fmt.Fprintf(w, t.seeRun+"\n", in.Scenario.Command)
+	}
+}
+
+// readAnswers reads an answers file: TOML "id = answer" or "id = [try, …]".
+func readAnswers(path string, xs []*lab.Exercise) (map[string][]string, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal(src, &doc); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf("%s:%d: column %d: %s", path, row, col, de.Error())
+		}
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	ids := map[string]bool{}
+	var list []string
+	for _, x := range xs {
+		ids[x.ID] = true
+		list = append(list, x.ID)
+	}
+	lineOf := func(k string) string {
+		for i, l := range strings.Split(string(src), "\n") {
+			t := strings.TrimSpace(l)
+			if strings.HasPrefix(t, k) && strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, k)), "=") {
+				return fmt.Sprintf("%s:%d", path, i+1)
+			}
+		}
+		return path
+	}
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := map[string][]string{}
+	for _, k := range keys {
+		if !ids[k] {
+			return nil, fmt.Errorf("%s: no exercise %q in this lab (exercises: %s)", lineOf(k), k, strings.Join(list, ", "))
+		}
+		var tries []string
+		switch v := doc[k].(type) {
+		case []any:
+			if len(v) == 0 || len(v) > 20 {
+				return nil, fmt.Errorf("%s: %s: want 1 to 20 tries", lineOf(k), k)
+			}
+			for _, e := range v {
+				s, err := answerString(e)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s: %v", lineOf(k), k, err)
+				}
+				tries = append(tries, s)
+			}
+		default:
+			s, err := answerString(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %v", lineOf(k), k, err)
+			}
+			tries = []string{s}
+		}
+		out[k] = tries
+	}
+	return out, nil
+}
+
+func answerString(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "", fmt.Errorf("want a number, got %v", x)
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	}
+	return "", fmt.Errorf("want a number or a string, got %T", v)
+}
+
+func printKey(w io.Writer, l *lab.Lab, lang string, seed uint64, ins []*lab.Instance) {
+	t := texts[lang]
+	fmt.Fprintf(w, t.keyTitle+"\n", titleOf(l), l.File, seed)
+	for i, in := range ins {
+		title := ""
+		if in.Title != "" {
+			title = " — " + in.Title
+		}
+		fmt.Fprintf(w, "\n%d. %s (%s)%s\n   %s\n", i+1, in.ID, in.Kind, title, in.Question)
+		switch in.Kind {
+		case "number":
+			a := in.Answer.(float64)
+			fmt.Fprintf(w, "   %s: %s %s (%s … %s)\n", t.keyAnswer, in.AnswerText, in.ToleranceText,
+				lab.FormatNumber(a-*in.Tolerance), lab.FormatNumber(a+*in.Tolerance))
+		case "choice":
+			for j, c := range in.Choices {
+				mark := ""
+				if j+1 == in.Correct {
+					mark = "   " + t.keyCorrect
+				}
+				fmt.Fprintf(w, "   %d) %s%s\n", j+1, c, mark)
+			}
+		case "explain":
+			fmt.Fprintf(w, "   %s: %s\n", t.keyAnswer, in.AnswerText)
+		}
+		if s := in.Scenario; s != nil {
+			desc := "block " + s.Block
+			if s.Variant != "" {
+				desc += ", variant " + s.Variant
+			}
+			if len(s.Set) > 0 {
+				var kv []string
+				for k, v := range s.Set {
+					kv = append(kv, k+"="+v)
+				}
+				sort.Strings(kv)
+				desc += ", set " + strings.Join(kv, " ")
+			}
+			if s.Metric != "" {
+				desc += ", metric " + s.Metric
+				if s.Call > 0 {
+					desc += fmt.Sprintf(" of call %d", s.Call)
+				}
+			}
+			fmt.Fprintf(w, "   %s: %s\n   %s: %s\n", t.keyScenario, desc, t.keyRun, s.Command)
+		}
+		if in.Explain != "" {
+			fmt.Fprintf(w, "   %s\n", strings.TrimSpace(fmt.Sprintf(t.why, in.Explain)))
+		}
+	}
+}
+
+// classExtension adds the exercises to `sim serve`: GET /exercise/api (the
+// seeded exercises a lab page asks for with ?seed=) always, and class mode
+// with --class.
+func classExtension() serveExtension {
+	var (
+		on         bool
+		seed       uint64
+		perStudent bool
+		token      string
+		maxStu     int
+	)
+	return serveExtension{
+		flags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&on, "class", false, "class mode: students join with a name, their predictions stream to the teacher's page (/class/teacher, its address is printed), the teacher reveals")
+			fs.Uint64Var(&seed, "class-seed", 0, "class mode: the seed every student gets (0: the labs' own numbers)")
+			fs.BoolVar(&perStudent, "class-per-student", false, "class mode: give each student a seed of their own (histograms then show predictions as % of each student's answer)")
+			fs.StringVar(&token, "class-token", "", "class mode: the teacher page's `token` (default: a random one)")
+			fs.IntVar(&maxStu, "class-max", class.DefaultLimits.MaxStudents, "class mode: most students who may join")
+		},
+		mount: func(mux *http.ServeMux, env *Env, labsDirs []string) error {
+			cat, err := class.LoadCatalog(labsDirs)
+			if err != nil {
+				return err
+			}
+			if !on {
+				mux.Handle("GET /exercise/api", cat.APIHandler(nil))
+				return nil
+			}
+			if seed > class.MaxSeed {
+				return usageError{fmt.Sprintf("--class-seed: at most %d", uint64(class.MaxSeed))}
+			}
+			if maxStu < 1 || maxStu > 10000 {
+				return usageError{"--class-max: want 1 to 10000"}
+			}
+			if cat.Count() == 0 {
+				return fmt.Errorf("--class: no lab in %s has exercises", strings.Join(labsDirs, ", "))
+			}
+			cs, err := class.New(class.Options{Catalog: cat, Seed: seed, PerStudent: perStudent, Token: token,
+				Limits: class.Limits{MaxStudents: maxStu},
+				Logf:   func(format string, args ...any) { fmt.Fprintf(env.Stderr, format+"\n", args...) }})
+			if err != nil {
+				return err
+			}
+			mux.Handle("GET /exercise/api", cat.APIHandler(func() bool { return true }))
+			cs.Mount(mux)
+			fmt.Fprintf(env.Stdout, "sim serve: class mode, %d exercises in %d labs; students open /class/, the teacher's page is %s (keep its token to yourself)\n",
+				cat.Count(), len(cat.Labs), cs.TeacherPath())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const portLab = "../../labs/port-exhaustion.md"
+
+func runSimIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), &Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}, args)
+	return out.String(), errb.String(), code
+}
+
+// TestExerciseInteractive drives `sim exercise` through stdin: a wrong
+// answer gets told which way it is off and a hint, a right one is accepted,
+// a wrong choice gets a hint, and the explanation follows each answer.
+func TestExerciseInteractive(t *testing.T) {
+	// warm-call: 22 ms ±10 %; cold-call: skipped; worker-connects: 4;
+	// cookie-error and cli-script: choice 1; idle-pause: any text.
+	out, errs, code := runSimIn(t, "10\n\n?\n90\n22\nskip\n4\n3\n1\n1\nmy own words\n", "exercise", phpLab)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"[1/6] The second request (warm-call, number)",
+		"The API is a round trip of 20ms away",
+		"✗ Not quite: your answer is too low.",
+		"hint: The 1st request left its connection open",
+		"Type an answer, ? for a hint",
+		"hint: No DNS, no TCP, no TLS",
+		"✗ Not quite: your answer is too high.",
+		"(no more hints: type show for the answer)",
+		"✓ Right: 22 ms ±10%.",
+		"Why: The 2nd request finds the TLS connection",
+		"See the run: sim run --block across-requests --set rtt=20ms ../../labs/php-persistent-share.md",
+		"[2/6]", "skipped",
+		"✓ Right: 4 ±0.",
+		"  1) A `ValueError`",
+		"✗ Not quite.\n  hint: One visitor's session cookie",
+		"✓ Right: 1) A `ValueError`",
+		"A model answer: The API server (nginx) closes",
+		"4 of 5 right (2 on the first try).",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	// show gives the answer away; the end of input stops cleanly.
+	out, _, code = runSimIn(t, "show\n", "exercise", "--id", "warm-call", phpLab)
+	if code != 0 || !strings.Contains(out, "The answer: 22 ms ±10%") {
+		t.Errorf("show: exit %d\n%s", code, out)
+	}
+	out, _, code = runSimIn(t, "", "exercise", phpLab)
+	if code != 0 || !strings.Contains(out, "(stopped: no more input)") || !strings.Contains(out, "0 of 1 right") {
+		t.Errorf("EOF: exit %d\n%s", code, out)
+	}
+}
+
+// TestExerciseSeed: a seed changes the numbers in the question and the
+// answer with them; the same seed gives the same exercise.
+func TestExerciseSeed(t *testing.T) {
+	key := func(seed string) map[string]any {
+		out, errs, code := runSim(t, "exercise", "--key", "--json", "--seed", seed, "--id", "warm-call", phpLab)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		raw := map[string]any{}
+		if err := json.Unmarshal([]byte(out), &raw); err != nil {
+			t.Fatal(err)
+		}
+		return raw["exercises"].([]any)[0].(map[string]any)
+	}
+	if a := key("0")["answer"]; a != 22.0 {
+		t.Errorf("seed 0: %v", a)
+	}
+	seen := map[float64]bool{}
+	for s := 1; s <= 12; s++ {
+		seed := fmt.Sprint(s)
+		e := key(seed)
+		a := e["answer"].(float64)
+		seen[a] = true
+		rtt := e["values"].(map[string]any)["rtt"].(string)
+		if !strings.Contains(e["question"].(string), "a round trip of "+rtt+" away") {
+			t.Errorf("seed %s: question does not show rtt %s", seed, rtt)
+		}
+		// A warm call: one round trip and the server's 2 ms.
+		var ms float64
+		fmt.Sscanf(rtt, "%fms", &ms)
+		if a != ms+2 {
+			t.Errorf("seed %s: rtt %s, answer %v", seed, rtt, a)
+		}
+		if again := key(seed); again["answer"] != e["answer"] {
+			t.Errorf("seed %s gives %v then %v", seed, e["answer"], again["answer"])
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("12 seeds gave answers %v", seen)
+	}
+}
+
+// TestExerciseKeyJSON checks the key's contract and that every numeric
+// answer is the model's: for an exercise on a block's own scenario, the
+// same number `sim run --json` prints for that block.
+func TestExerciseKeyJSON(t *testing.T) {
+	out, errs, code := runSim(t, "exercise", "--key", "--json", portLab)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Exercises []map[string]any `json:"exercises"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Exercises) != 4 {
+		t.Fatalf("%d exercises", len(doc.Exercises))
+	}
+	for _, e := range doc.Exercises {
+		for _, k := range []string{"id", "question", "answer", "tolerance", "scenario"} {
+			if _, ok := e[k]; !ok {
+				t.Errorf("exercise %v lacks %q", e["id"], k)
+			}
+		}
+	}
+	first := doc.Exercises[0]
+	sc := first["scenario"].(map[string]any)
+	if first["id"] != "first-error" || sc["block"] != "exhaust" || sc["variant"] != "rate-600" || sc["metric"] != "first_port_error_s" {
+		t.Fatalf("first exercise %v", first)
+	}
+	if tol := first["tolerance"].(float64); tol < 1.4 || tol > 1.42 {
+		t.Errorf("tolerance %v, want 3%% of 47.05", tol)
+	}
+	run, _, code := runSim(t, "run", "--json", "--block", "exhaust", portLab)
+	if code != 0 {
+		t.Fatal("sim run failed")
+	}
+	var res LabOutput
+	if err := json.Unmarshal([]byte(run), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := *res.Blocks[0].Variants[0].Summary.FirstPortErrorS
+	if first["answer"].(float64) != want {
+		t.Errorf("key says %v, sim run says %v", first["answer"], want)
+	}
+	// The text key names the scenario and the command that reproduces it.
+	txt, _, _ := runSim(t, "exercise", "--key", portLab)
+	for _, w := range []string{"answer: 471 req/s ±5% (447 … 494)", "set rate=2000, metric throughput_rps", "run: sim run --block exhaust --set rate=2000", "← right"} {
+		if !strings.Contains(txt, w) {
+			t.Errorf("key lacks %q\n%s", w, txt)
+		}
+	}
+}
+
+func TestExerciseAnswersFrom(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	all := write("all.toml", "warm-call = [10, \"22 ms\"]\ncold-call = 95\nworker-connects = 4\ncookie-error = 1\ncli-script = \"1\"\nidle-pause = \"the server closed it\"\n")
+	out, errs, code := runSim(t, "exercise", "--answers-from", all, phpLab)
+	if code != 0 || !strings.Contains(out, "5 of 5 right (4 on the first try).") || !strings.Contains(out, "your answer (ms)> 10\n✗") {
+		t.Errorf("exit %d %s\n%s", code, errs, out)
+	}
+	some := write("some.toml", "warm-call = 22\ncookie-error = 2\n")
+	out, _, code = runSim(t, "exercise", "--answers-from", some, phpLab)
+	if code != 1 || !strings.Contains(out, "1 of 5 right") || !strings.Contains(out, "The answer: 1) A `ValueError`") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	for _, c := range []struct {
+		file, want string
+	}{
+		{write("unknown.toml", "\nwarm-cal = 22\n"), "unknown.toml:2: no exercise \"warm-cal\""},
+		{write("bad.toml", "warm-call = \n"), "bad.toml:1"},
+		{write("table.toml", "warm-call = { a = 1 }\n"), "want a number or a string"},
+	} {
+		_, errs, code := runSim(t, "exercise", "--answers-from", c.file, phpLab)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d, %q; want %q", c.file, code, errs, c.want)
+		}
+	}
+}
+
+func TestExerciseBadUsage(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.md")
+	os.WriteFile(bad, []byte("```sim {id=\"b\"}\nrequests = 1\n```\n\n```exercise {id=\"e\"}\nkind = \"number\"\nquestion = \"q\"\nblock = \"b\"\nmetric = \"connectz\"\ntolerance = 1\n```\n"), 0o644)
+	none := filepath.Join(dir, "none.md")
+	os.WriteFile(none, []byte("```sim {id=\"b\"}\nrequests = 1\n```\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exercise", bad}, "bad.md:9: exercise \"e\": metric \"connectz\""},
+		{[]string{"exercise", none}, "no ```exercise blocks"},
+		{[]string{"exercise", "--lang", "ko", none}, "has no Korean translation"},
+		{[]string{"exercise", "--lang", "fr", portLab}, "want en or ko"},
+		{[]string{"exercise", "--json", portLab}, "--json goes with --key"},
+		{[]string{"exercise", "--id", "nope", portLab}, `no exercise "nope" (exercises: first-error, sustained-rate, loopback-reuse, lasting-fix)`},
+		{[]string{"exercise", "--seed", "9007199254740992", portLab}, "--seed: at most"},
+		{[]string{"exercise"}, "want exactly one FILE"},
+	} {
+		_, errs, code := runSim(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("sim %v: exit %d, %q; want %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// TestServeExtension mounts the exercises' handlers as `sim serve` does:
+// /exercise/api answers seeded exercises; with --class the answers are
+// hidden and the class's pages exist.
+func TestServeExtension(t *testing.T) {
+	get := func(h http.Handler, path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		body, _ := io.ReadAll(rec.Result().Body)
+		return rec.Code, string(body)
+	}
+	mount := func(args ...string) (*http.ServeMux, string) {
+		ext := classExtension()
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		ext.flags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		var out bytes.Buffer
+		if err := ext.mount(mux, &Env{Stdout: &out, Stderr: io.Discard}, []string{"../../labs"}); err != nil {
+			t.Fatal(err)
+		}
+		return mux, out.String()
+	}
+	mux, _ := mount()
+	code, body := get(mux, "/exercise/api?lab=php-persistent-share&seed=3")
+	var resp struct {
+		Seed      uint64           `json:"seed"`
+		Hidden    bool             `json:"hidden"`
+		Exercises []map[string]any `json:"exercises"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &resp) != nil || resp.Seed != 3 || resp.Hidden || resp.Exercises[0]["answer"] == nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, _ := get(mux, "/class/info"); code != 404 {
+		t.Errorf("class mode off, /class/info answers %d", code)
+	}
+	for path, want := range map[string]string{
+		"/exercise/api?lab=nope":                            `no lab \"nope\"`,
+		"/exercise/api?lab=php-persistent-share&seed=-1":    `"field":"seed"`,
+		"/exercise/api?lab=php-persistent-share&lang=de":    `"field":"lang"`,
+		"/exercise/api?lab=php-persistent-share&seed=1e400": `"field":"seed"`,
+	} {
+		if code, body := get(mux, path); code < 400 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	mux, printed := mount("--class", "--class-token", "secret")
+	if !strings.Contains(printed, "/class/teacher?token=secret") {
+		t.Errorf("printed %q", printed)
+	}
+	code, body = get(mux, "/exercise/api?lab=php-persistent-share")
+	resp.Exercises = nil
+	if code != 200 || json.Unmarshal([]byte(body), &resp) != nil || !resp.Hidden || resp.Exercises[0]["answer"] != nil || resp.Exercises[0]["explain"] != nil {
+		t.Errorf("class mode leaks answers: %s", body)
+	}
+	if code, body := get(mux, "/class/info"); code != 200 || !strings.Contains(body, `"class":true`) {
+		t.Errorf("/class/info: %d %s", code, body)
+	}
+	if code, _ := get(mux, "/class/teacher?token=wrong"); code != 403 {
+		t.Errorf("teacher page with a wrong token: %d", code)
+	}
+	if code, body := get(mux, "/class/teacher?token=secret"); code != 200 || !strings.Contains(body, `"secret"`) {
+		t.Errorf("teacher page: %d", code)
+	}
+}
