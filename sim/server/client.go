@@ -61,7 +61,8 @@ func (c *client) send(data []byte) {
 	c.wake()
 }
 
-// sendBatch queues an event batch of run id. A model run passes its
+// sendBatch closes an event batch of run id (appendBatchTail: the time it
+// enters the queue) and queues it. A model run passes its
 // patience in wait: while the queue holds more than ModelQueue bytes of
 // batches it waits for the write pump to make room, for at most *wait in
 // total (decreased by the time spent), so a client that reads a bit slower
@@ -90,6 +91,7 @@ func (c *client) sendBatch(id string, data []byte, wait *time.Duration) {
 		putBuf(data)
 		return
 	}
+	data = appendBatchTail(data, time.Now())
 	for c.batchBytes > 0 && c.batchBytes+len(data) > lim.ClientBuffer {
 		c.dropOldestLocked()
 	}
@@ -97,6 +99,28 @@ func (c *client) sendBatch(id string, data []byte, wait *time.Duration) {
 	c.batchBytes += len(data)
 	c.mu.Unlock()
 	c.wake()
+}
+
+// waitDrained waits until the write pump has taken every queued batch, for
+// at most *wait (decreased by the time spent).
+func (c *client) waitDrained(wait *time.Duration) {
+	for *wait > 0 {
+		c.mu.Lock()
+		empty := c.batchBytes == 0
+		c.mu.Unlock()
+		if empty || c.ctx.Err() != nil {
+			return
+		}
+		start := time.Now()
+		t := time.NewTimer(*wait)
+		select {
+		case <-c.space:
+		case <-t.C:
+		case <-c.ctx.Done():
+		}
+		t.Stop()
+		*wait -= time.Since(start)
+	}
 }
 
 func (c *client) dropOldestLocked() {

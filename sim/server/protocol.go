@@ -122,8 +122,8 @@ func appendBatchHead(b []byte, id, variant string) []byte {
 }
 
 // appendBatchTail closes an events message with server_ms, the server's
-// clock (Unix milliseconds) when the batch was closed, so a page or a
-// benchmark can measure delivery delay.
+// clock (Unix milliseconds) when the batch entered the socket's send queue,
+// so a page or a benchmark can measure delivery delay.
 func appendBatchTail(b []byte, now time.Time) []byte {
 	b = append(b, `],"server_ms":`...)
 	b = strconv.AppendFloat(b, float64(now.UnixMicro())/1000, 'f', 3, 64)

@@ -50,8 +50,10 @@ func (c *client) handle(data []byte) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(&m)
-	if err == nil && dec.More() {
-		err = errors.New("want one JSON object per message")
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("want one JSON object per message")
+		}
 	}
 	if err != nil {
 		// Echo the id when it can be read, so the page knows which run.
@@ -98,6 +100,8 @@ func jsonError(err error) (field, msg string) {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return "", fmt.Sprintf("want a JSON object, got %s", te.Value)
 	case errors.As(err, &te):
 		field = te.Field
 		want := te.Type.String()
@@ -439,6 +443,7 @@ func (r *run) execModel() error {
 		}
 		checks = r.block.Check(results)
 	}
+	st.drain()
 	r.c.send(encode(r.doneMsg(res, nil, checks)))
 	return nil
 }

@@ -323,7 +323,8 @@ func TestBadMessages(t *testing.T) {
 	}{
 		{big, "", "", "too large"},
 		{`{"type":"run",`, "", "", "malformed JSON"},
-		{`[1,2]`, "", "", "want"},
+		{`[1,2]`, "", "", "want a JSON object, got array"},
+		{`{"type":"cancel","id":"a"}}`, "", "", "one JSON object"},
 		{``, "", "", "empty"},
 		{`{"type":"run","id":"a"} {"x":1}`, "", "", "one JSON object"},
 		{`{"type":"fly","id":"a"}`, "a", "type", "unknown message type"},

@@ -104,9 +104,9 @@ func (st *stream) flushLocked() {
 	}
 	st.timer.Stop()
 	st.gen++
-	data := appendBatchTail(st.buf, time.Now())
+	data := st.buf
 	st.buf, st.n = nil, 0
-	st.c.sendBatch(st.id, data, &st.patience)
+	st.c.sendBatch(st.id, data, &st.patience) // closes it with server_ms
 }
 
 // flush sends the batch in progress (at the end of a variant).
@@ -114,6 +114,17 @@ func (st *stream) flush() {
 	st.mu.Lock()
 	st.flushLocked()
 	st.mu.Unlock()
+}
+
+// drain flushes, then waits (within the run's patience) until the client
+// has taken every batch: a model run keeps its slot until its events are on
+// their way, so the pages streaming at once share the bandwidth between a
+// few runs and each batch arrives soon after it is made.
+func (st *stream) drain() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.flushLocked()
+	st.c.waitDrained(&st.patience)
 }
 
 // close flushes and ignores any later event.
