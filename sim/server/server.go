@@ -77,6 +77,7 @@ type Limits struct {
 	PingPeriod       time.Duration
 	PongWait         time.Duration
 	WriteWait        time.Duration
+	HeaderTimeout    time.Duration // to read a request's headers (Serve)
 }
 
 // DefaultLimits are the limits of PROTOCOL.md.
@@ -100,6 +101,7 @@ var DefaultLimits = Limits{
 	PingPeriod:       30 * time.Second,
 	PongWait:         60 * time.Second,
 	WriteWait:        10 * time.Second,
+	HeaderTimeout:    5 * time.Second,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -141,6 +143,7 @@ func (l Limits) withDefaults() Limits {
 	fillD(&l.PingPeriod, d.PingPeriod)
 	fillD(&l.PongWait, d.PongWait)
 	fillD(&l.WriteWait, d.WriteWait)
+	fillD(&l.HeaderTimeout, d.HeaderTimeout)
 	return l
 }
 
@@ -226,7 +229,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: s.limits.HeaderTimeout,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second, // cleared by the WebSocket upgrade
 		IdleTimeout:       2 * time.Minute,

@@ -970,3 +970,39 @@ func TestPingPong(t *testing.T) {
 	send(t, c, runReq{Type: "run", ID: "1", Lab: "php-persistent-share", Block: "across-requests"})
 	until(t, c, "1", "done")
 }
+
+// Serve drops a client that sends its headers too slowly (slowloris).
+func TestServeHeaderTimeout(t *testing.T) {
+	s := New(Options{Labs: []string{labsDir}, Limits: Limits{HeaderTimeout: 200 * time.Millisecond}})
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		<-errc
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"))
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	buf := make([]byte, 512)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the server kept a connection whose headers never ended")
+			}
+			break
+		}
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("closed after %s", d)
+	}
+}
