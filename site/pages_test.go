@@ -434,7 +434,6 @@ type number struct {
 type allowance struct {
 	lo, hi float64
 	class  string
-	from   string
 }
 
 func (a allowance) admits(n number) bool {
@@ -451,7 +450,7 @@ func (a allowance) admits(n number) bool {
 	return v >= a.lo-eps && v <= a.hi+eps
 }
 
-func exact(v float64, class, from string) allowance { return allowance{v, v, class, from} }
+func exact(v float64, class string) allowance { return allowance{v, v, class} }
 
 func TestNumbersHaveSources(t *testing.T) {
 	all := pages(t)
@@ -689,7 +688,7 @@ func scanNumbers(s string, line int) []number {
 		i = j - 1
 		// What comes before: part of a name, or a word that makes it one.
 		prev := at(start - 1)
-		if isASCIILetter(prev) || isDigit(prev) || strings.ContainsRune("_./#§$%@", prev) && prev != 0 ||
+		if isASCIILetter(prev) || isDigit(prev) || strings.ContainsRune("_./#§$%@", prev) ||
 			prev == '-' && !isDigit(at(start-2)) || prev == '(' && isASCIILetter(at(start-2)) { // connect(2)
 			continue
 		}
@@ -717,12 +716,11 @@ func scanNumbers(s string, line int) []number {
 		attached := k == j
 		switch {
 		case unit == "":
-			if f, class, ok := koreanUnit(rs[k:]); ok {
+			if prefix, f, class, ok := koreanUnit(rs[k:]); ok {
 				if class == "date" {
 					continue
 				}
-				n.value, n.class = raw*f, class
-				n.text = string(rs[start:k]) + koreanPrefix(rs[k:])
+				n.value, n.class, n.text = raw*f, class, string(rs[start:k])+prefix
 			}
 		case durationUnits[unit] > 0:
 			n.value, n.class, n.text = raw*durationUnits[unit], "s", string(rs[start:w])
@@ -736,24 +734,15 @@ func scanNumbers(s string, line int) []number {
 	return out
 }
 
-func koreanPrefix(rs []rune) string {
+// koreanUnit reads the unit at the start of rs, if any.
+func koreanUnit(rs []rune) (prefix string, factor float64, class string, ok bool) {
 	s := string(rs[:min(len(rs), 8)])
 	for _, u := range koreanUnits {
 		if strings.HasPrefix(s, u.prefix) {
-			return u.prefix
+			return u.prefix, u.factor, u.class, true
 		}
 	}
-	return ""
-}
-
-func koreanUnit(rs []rune) (factor float64, class string, ok bool) {
-	p := koreanPrefix(rs)
-	for _, u := range koreanUnits {
-		if p != "" && u.prefix == p {
-			return u.factor, u.class, true
-		}
-	}
-	return 0, "", false
+	return "", 0, "", false
 }
 
 // prevWord returns the lower-cased word before position i, across spaces.
@@ -788,28 +777,26 @@ func lineStart(rs []rune, i int) bool {
 func blockAllowances(l *lab.Lab) []allowance {
 	var out []allowance
 	for _, b := range l.Blocks {
-		from := "block " + b.ID
 		settings := slices.Clone(b.Base)
 		for _, v := range b.Variants {
 			settings = append(settings, v.Settings...)
 		}
 		for _, st := range settings {
-			out = append(out, settingAllowances(st, from)...)
+			out = append(out, settingAllowances(st)...)
 		}
 		for _, x := range b.Expects {
-			out = append(out, expectAllowances(x.Text, from)...)
+			out = append(out, expectAllowances(x.Text)...)
 		}
 	}
 	return out
 }
 
-func settingAllowances(st lab.Setting, from string) []allowance {
-	from += ": " + st.Key
+func settingAllowances(st lab.Setting) []allowance {
 	bytesKey := strings.HasSuffix(st.Key, "_bytes") || st.Key == "mss"
 	num := func(v float64) []allowance {
-		out := []allowance{exact(v, "", from)}
+		out := []allowance{exact(v, "")}
 		if bytesKey {
-			out = append(out, exact(v, "B", from))
+			out = append(out, exact(v, "B"))
 		}
 		return out
 	}
@@ -820,15 +807,15 @@ func settingAllowances(st lab.Setting, from string) []allowance {
 		return num(v)
 	case string:
 		if d, err := time.ParseDuration(v); err == nil {
-			out := []allowance{exact(d.Seconds(), "s", from)}
+			out := []allowance{exact(d.Seconds(), "s")}
 			if m := leadingNumber.FindString(v); m != "" {
 				f, _ := strconv.ParseFloat(m, 64)
-				out = append(out, exact(f, "", from))
+				out = append(out, exact(f, ""))
 			}
 			return out
 		}
 		if r, err := sim.ParsePortRange(v); err == nil {
-			return []allowance{exact(float64(r.Lo), "", from), exact(float64(r.Hi), "", from)}
+			return []allowance{exact(float64(r.Lo), ""), exact(float64(r.Hi), "")}
 		}
 		if f, err := strconv.ParseFloat(v, 64); err == nil {
 			return num(f)
@@ -846,17 +833,16 @@ var (
 
 // expectAllowances reads the numbers of one expectation. A number compared
 // with a time metric (total_ms, first_port_error_s) is also a duration.
-func expectAllowances(text, from string) []allowance {
-	from += ": " + text
+func expectAllowances(text string) []allowance {
 	scale := 0.0
 	if m := timeMetricRE.FindStringSubmatch(text); m != nil {
 		scale = map[string]float64{"ms": 1e-3, "s": 1}[m[1]]
 	}
 	var out []allowance
 	add := func(lo, hi float64) {
-		out = append(out, allowance{lo, hi, "", from})
+		out = append(out, allowance{lo, hi, ""})
 		if scale > 0 {
-			out = append(out, allowance{lo * scale, hi * scale, "s", from})
+			out = append(out, allowance{lo * scale, hi * scale, "s"})
 		}
 	}
 	for _, m := range toleranceRE.FindAllStringSubmatch(text, -1) {
@@ -912,9 +898,9 @@ func registry(t *testing.T, all map[string]map[string]*page) []allowance {
 	var out []allowance
 	for _, r := range rows {
 		for _, n := range r.values {
-			out = append(out, exact(n.value, n.class, "reference: "+r.setting))
+			out = append(out, exact(n.value, n.class))
 			if n.class != "" {
-				out = append(out, exact(n.raw, "", "reference: "+r.setting))
+				out = append(out, exact(n.raw, ""))
 			}
 		}
 	}
