@@ -628,9 +628,16 @@ func TestRealStats(t *testing.T) {
 	s := newTestServer(t, Options{Real: f.run, Limits: Limits{StatsEvery: 20 * time.Millisecond}})
 	c := s.dial(t)
 	send(t, c, runReq{Type: "run", ID: "s", Lab: "php-persistent-share", Block: "across-requests", Mode: "real"})
-	st, _ := until(t, c, "s", "stats")
-	if st.Summary == nil || st.Summary.Requests != 5 {
-		t.Errorf("stats %s", asJSON(st))
+	// The first stats may come while the fake is still emitting; the
+	// next ones count everything.
+	for {
+		st, _ := until(t, c, "s", "stats")
+		if st.Summary == nil || st.Summary.Requests > 5 {
+			t.Fatalf("stats %s", asJSON(st))
+		}
+		if st.Summary.Requests == 5 {
+			break
+		}
 	}
 	close(f.release)
 	until(t, c, "s", "done")
@@ -642,7 +649,7 @@ func TestSlowClientDrops(t *testing.T) {
 	const n = 50000 // calls, each with its request: 100,000 events
 	f := &fakeReal{release: make(chan struct{}), events: n}
 	close(f.release)
-	s := newTestServer(t, Options{Real: f.run, Limits: Limits{ClientBuffer: 64 << 10, RealRequests: n}})
+	s := newTestServer(t, Options{Real: f.run, Limits: Limits{ClientBuffer: 64 << 10, RealRequests: n, WriteWait: time.Minute}})
 	// A small receive buffer, so the kernel does not absorb the stream.
 	slowDialer := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -938,21 +945,21 @@ func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0")
 // The server pings; a page that answers stays, one that stops reading is
 // closed after PongWait.
 func TestPingPong(t *testing.T) {
-	s := newTestServer(t, Options{Limits: Limits{PingPeriod: 20 * time.Millisecond, PongWait: 150 * time.Millisecond}})
+	s := newTestServer(t, Options{Limits: Limits{PingPeriod: 50 * time.Millisecond, PongWait: 500 * time.Millisecond}})
 	live := s.dial(t)
 	mute := s.dial(t)
-	// live reads (gorilla answers pings while reading) for 3 pong waits.
+	// live reads (and so answers pings) for more than 2 pong waits.
 	pings := 0
 	live.SetPingHandler(func(data string) error {
 		pings++
 		return live.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
 	})
-	live.SetReadDeadline(time.Now().Add(450 * time.Millisecond))
+	live.SetReadDeadline(time.Now().Add(1200 * time.Millisecond))
 	if _, _, err := live.ReadMessage(); err == nil || !strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("live: %v", err)
 	}
 	if pings < 5 {
-		t.Errorf("%d pings in 450 ms, want about 20", pings)
+		t.Errorf("%d pings in 1.2 s, want about 24", pings)
 	}
 	// gorilla's read errors are sticky: check the socket with a new reader
 	// on the server side by running something on a fresh socket, and that
