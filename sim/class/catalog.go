@@ -207,7 +207,7 @@ func ParseSeed(s string) (uint64, error) {
 // the teacher reveals).
 func Hide(in *lab.Instance) *lab.Instance {
 	cp := *in
-	cp.Answer, cp.Correct, cp.Tolerance, cp.AnswerText, cp.Explain = nil, 0, nil, "", ""
+	cp.Answer, cp.Correct, cp.Tolerance, cp.AnswerText, cp.AnswerShort, cp.Explain = nil, 0, nil, "", "", ""
 	if cp.Scenario != nil {
 		s := *cp.Scenario
 		s.Metric, s.Call = "", 0

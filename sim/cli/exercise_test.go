@@ -157,7 +157,7 @@ func TestExerciseKeyJSON(t *testing.T) {
 	}
 	// The text key names the scenario and the command that reproduces it.
 	txt, _, _ := runSim(t, "exercise", "--key", portLab)
-	for _, w := range []string{"answer: 471 req/s ±5% (447 … 494)", "set rate=2000, metric throughput_rps", "run: sim run --block exhaust --set rate=2000", "← right"} {
+	for _, w := range []string{"answer: 471 req/s ±5% (447 … 494)", "set rate=1000, metric throughput_rps", "run: sim run --block exhaust --set rate=1000", "← right"} {
 		if !strings.Contains(txt, w) {
 			t.Errorf("key lacks %q\n%s", w, txt)
 		}

@@ -888,6 +888,7 @@ type Instance struct {
 	Tolerance     *float64          `json:"tolerance"`
 	ToleranceText string            `json:"tolerance_text,omitempty"`
 	AnswerText    string            `json:"answer_text"`
+	AnswerShort   string            `json:"answer_short,omitempty"` // a number as {answer} shows it: 22
 	Hints         []string          `json:"hints"`
 	Explain       string            `json:"explain,omitempty"`
 	Values        map[string]string `json:"values,omitempty"` // the placeholders' values
@@ -1052,6 +1053,7 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 			in.ToleranceText += " " + x.Unit
 		}
 		in.AnswerText = FormatNumber(a)
+		in.AnswerShort = in.AnswerText
 		if x.Unit != "" {
 			in.AnswerText += " " + x.Unit
 		}
