@@ -31,16 +31,17 @@ func (m *model) beginCall(ri int32) {
 func (m *model) acquire(ri int32) {
 	o := m.ownerFor(ri, ShareConnect)
 	if m.policy != polNone {
-		ci, raced := m.takeIdle(o)
+		ci, raced, seen := m.takeIdle(o)
 		if raced {
 			// The request went out on a connection the server had just
-			// closed; the reset comes back one round trip later.
+			// closed; the client learns it when the server's FIN arrives
+			// (its reset to the request would come later still).
 			m.reqs[ri].retried = true
 			if !m.s.RetryOnRace {
-				m.failCall(ri, m.now+m.s.RTT, errRace, false)
+				m.failCall(ri, seen, errRace, false)
 				return
 			}
-			m.openConn(ri, o, m.now+m.s.RTT)
+			m.openConn(ri, o, seen)
 			return
 		}
 		if ci >= 0 {
@@ -96,8 +97,6 @@ func (m *model) openConn(ri, o int32, t0 time.Duration) {
 
 // useConn sends request ri's call on kept connection ci now.
 func (m *model) useConn(ri, ci int32) {
-	c := &m.conns[ci]
-	m.restartAfterIdle(c, m.now-c.lastUsed)
 	m.sendOn(ri, ci, m.now, 0)
 }
 
@@ -145,6 +144,9 @@ func (m *model) serverDone(ri int32) {
 func (m *model) respond(ri int32, srvDone time.Duration) {
 	r := &m.reqs[ri]
 	c := &m.conns[r.conn]
+	if c.served > 0 {
+		m.restartAfterIdle(c, srvDone-c.srvIdleAt) // idle since its last send
+	}
 	rounds, cwnd := transferRounds(m.s.ResponseBytes, m.s.MSS, c.cwnd)
 	c.cwnd = cwnd
 	c.served++

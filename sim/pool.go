@@ -156,13 +156,14 @@ func (m *model) dropOwner(o int32, reason string) {
 // takeIdle pops the most recently used idle connection of o that can carry
 // a request sent now, closing the ones that cannot. It returns -1 when none
 // is left. raced reports a connection the server is closing as the request
-// goes out: the keep-alive race.
-func (m *model) takeIdle(o int32) (ci int32, raced bool) {
+// goes out: the keep-alive race, which the client sees when the server's
+// FIN arrives, at seen.
+func (m *model) takeIdle(o int32) (ci int32, raced bool, seen time.Duration) {
 	for {
 		ow := &m.owners[o]
 		n := len(ow.idle)
 		if n == 0 {
-			return -1, false
+			return -1, false, 0
 		}
 		ci = ow.idle[n-1]
 		ow.idle = ow.idle[:n-1]
@@ -183,10 +184,10 @@ func (m *model) takeIdle(o int32) (ci int32, raced bool) {
 				m.serverClose(ci, closeAt, "idle-timeout")
 			}
 			m.closeConn(ci, sideServer, "reset")
-			return -1, true
+			return -1, true, closeAt + m.half
 		default:
 			c.state = connActive // a pending idle timer will find it busy
-			return ci, false
+			return ci, false, 0
 		}
 	}
 }

@@ -26,12 +26,21 @@ func transferRounds(bytes, mss, cwnd int) (rounds, after int) {
 	return rounds, cwnd
 }
 
-// restartAfterIdle applies tcp_slow_start_after_idle: a connection idle for
-// longer than one retransmission timeout (about RTT + 200 ms on Linux) starts
-// again from the initial window, so reuse saves the handshakes but not the
+// restartAfterIdle applies tcp_slow_start_after_idle the way Linux does
+// (tcp_cwnd_restart, RFC 2861): when the server sends after an idle period,
+// measured from its last send, longer than one retransmission timeout
+// (about RTT + 200 ms), the window is halved for every timeout that passed,
+// down to the initial window. Reuse saves the handshakes but not the
 // ramp-up.
 func (m *model) restartAfterIdle(c *conn, idle time.Duration) {
-	if m.s.SlowStartAfterIdle && idle > m.s.RTT+minRTO {
-		c.cwnd = min(c.cwnd, m.s.InitCwnd)
+	rto := m.s.RTT + minRTO
+	if !m.s.SlowStartAfterIdle || idle <= rto {
+		return
 	}
+	restart := min(m.s.InitCwnd, c.cwnd)
+	cwnd := c.cwnd
+	for d := idle - rto; d > 0 && cwnd > restart; d -= rto {
+		cwnd >>= 1
+	}
+	c.cwnd = max(cwnd, restart)
 }
