@@ -32,6 +32,7 @@ type client struct {
 	notify     chan struct{}  // cap 1: the queue has something
 	space      chan struct{}  // cap 1: the write pump took a batch
 	runs       map[string]*run
+	modelTurn  chan struct{} // cap 1: held by the model run of c computing
 }
 
 type outMsg struct {
@@ -48,6 +49,8 @@ func newClient(s *Server, conn *websocket.Conn) *client {
 		notify:  make(chan struct{}, 1),
 		space:   make(chan struct{}, 1),
 		runs:    map[string]*run{},
+
+		modelTurn: make(chan struct{}, 1),
 	}
 }
 

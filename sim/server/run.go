@@ -380,6 +380,15 @@ func (r *run) startedMsg() []byte {
 // execModel simulates each variant in turn: its events, then its stats.
 func (r *run) execModel() error {
 	s := r.c.s
+	// One model run of a socket at a time, then one of the server's
+	// slots: a slow page holds at most one slot, for at most the run's
+	// patience.
+	select {
+	case r.c.modelTurn <- struct{}{}:
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	}
+	defer func() { <-r.c.modelTurn }()
 	select {
 	case s.modelSem <- struct{}{}:
 	case <-r.ctx.Done():

@@ -650,15 +650,7 @@ func TestSlowClientDrops(t *testing.T) {
 	f := &fakeReal{release: make(chan struct{}), events: n}
 	close(f.release)
 	s := newTestServer(t, Options{Real: f.run, Limits: Limits{ClientBuffer: 64 << 10, RealRequests: n, WriteWait: time.Minute}})
-	// A small receive buffer, so the kernel does not absorb the stream.
-	slowDialer := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetReadBuffer(64 << 10) // fixed: no autotuning up to tcp_rmem's 32 MB
-		}
-		return c, err
-	}}
-	slow, _, err := slowDialer.Dial(s.url, nil)
+	slow, _, err := smallBufferDialer.Dial(s.url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1011,5 +1003,36 @@ func TestServeHeaderTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("closed after %s", d)
+	}
+}
+
+// smallBufferDialer dials with a fixed 64 KiB receive buffer, so the kernel
+// does not absorb a stream the page does not read.
+var smallBufferDialer = websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetReadBuffer(64 << 10)
+	}
+	return c, err
+}}
+
+// A page that stops reading during model runs holds at most one of the
+// server's model slots: another page's runs go on.
+func TestSlowModelClientHoldsOneSlot(t *testing.T) {
+	s := newTestServer(t, Options{Limits: Limits{ModelRuns: 2, BackpressureWait: time.Minute, WriteWait: time.Minute}})
+	slow, _, err := smallBufferDialer.Dial(s.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	for i := range 4 {
+		send(t, slow, runReq{Type: "run", ID: fmt.Sprint(i), Lab: "php-persistent-share", Block: "across-requests", Params: map[string]any{"requests": 20000}})
+	}
+	time.Sleep(200 * time.Millisecond) // the slow page's first run is waiting on it
+	fast := s.dial(t)
+	for i := range 3 {
+		id := fmt.Sprint("f", i)
+		send(t, fast, runReq{Type: "run", ID: id, Lab: "php-persistent-share", Block: "workers"})
+		until(t, fast, id, "done")
 	}
 }
