@@ -92,6 +92,7 @@ func (m *model) openConn(ri, o int32, t0 time.Duration) {
 		r.appConn = ready - r.callStart
 		r.handshake = hs.kind
 	}
+	ready += time.Duration(m.s.SetupRTTs) * m.s.RTT
 	m.sendOn(ri, ci, ready, m.s.ServerConnTime)
 }
 

@@ -52,6 +52,7 @@ type Scenario struct {
 	DNS                time.Duration `key:"dns" min:"0" max:"10s" help:"time of one DNS lookup that misses the cache"`
 	DNSCacheTimeout    time.Duration `key:"dns_cache_timeout" min:"0" max:"24h" help:"how long a resolved name is kept (curl: 60 s; 0: never cached)"`
 	TLS                string        `key:"tls" enum:"none,1.2,1.3" help:"TLS version (none: plain TCP)"`
+	SetupRTTs          int           `key:"setup_rtts" min:"0" max:"10" help:"round trips a client spends on a new connection, after TLS, before its first request (go-redis v9 sends HELLO: 1; HTTP: 0)"`
 	TLSResume          bool          `key:"tls_resume" help:"resume a cached TLS session instead of a full handshake"`
 	EarlyData          bool          `key:"early_data" help:"TLS 1.3 0-RTT: send the request with a resumed handshake"`
 	Cert               string        `key:"cert" enum:"rsa2048,ecdsa-p256" help:"server certificate key: decides handshake CPU time"`
