@@ -101,6 +101,14 @@ export function xAxis(ctx: CanvasRenderingContext2D, x0: number, x1: number, y: 
   ctx.fillText(title + " (" + u.unit + ")", x1, y + 20);
 }
 
+// rowsTitle names, under a chart's left edge, what its rows are.
+export function rowsTitle(ctx: CanvasRenderingContext2D, text: string, y: number): void {
+  ctx.fillStyle = INK3;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "top";
+  ctx.fillText("↕ " + text, 2, y + 33);
+}
+
 // yAxis draws a vertical count axis at x from y1 (bottom, value lo) to y0.
 export function yAxis(ctx: CanvasRenderingContext2D, x: number, y0: number, y1: number, lo: number, hi: number, title: string, gridRight?: number, fmt?: (v: number) => string, whole = false): void {
   const h = y1 - y0;
@@ -126,7 +134,7 @@ export function yAxis(ctx: CanvasRenderingContext2D, x: number, y0: number, y1: 
     ctx.fillText(fmt ? fmt(v) : num(v, 2), x - 4, y);
   }
   ctx.save();
-  ctx.translate(x - 40, (y0 + y1) / 2);
+  ctx.translate(x - 46, (y0 + y1) / 2);
   ctx.rotate(-Math.PI / 2);
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";

@@ -34,7 +34,7 @@ export class CDF {
   render(vs: VariantData[]): void {
     const w = this.root.clientWidth || 400;
     const ctx = setup(this.canvas, w, H);
-    const left = 56;
+    const left = 62;
     const right = w - 14;
     const top = 10;
     const bottom = H - 40;

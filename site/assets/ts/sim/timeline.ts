@@ -3,7 +3,7 @@
 // expires), with EADDRNOTAVAIL marks on top. With more sockets than rows can
 // show, it draws how many sockets are open and in TIME_WAIT over time
 // against the local port range instead: the port-exhaustion gauge.
-import { INK3, GRID, PHASE, el, hatch, setup, xAxis, yAxis } from "./canvas";
+import { INK3, GRID, PHASE, el, hatch, rowsTitle, setup, xAxis, yAxis } from "./canvas";
 import type { Sock, VariantData } from "./store";
 import type { Sample } from "./types";
 import { t, ms, int } from "./i18n";
@@ -21,7 +21,7 @@ export const SOCK = {
 
 const MAX_ROWS = 150; // sockets drawn one per row; above, the gauge
 const MAX_VIEW = 240;
-const AXIS_H = 34;
+const AXIS_H = 48;
 
 export class Timeline {
   root = el("div", "sim-tl");
@@ -54,7 +54,7 @@ export class Timeline {
     this.gauge = n > MAX_ROWS || (d.truncated > 0 && !!d.series && d.series.length > 1) || (n === 0 && !!d.series && d.series.length > 1);
     this.hi = this.gauge ? hiGauge : hiRows;
     this.rowH = n <= 12 ? 16 : n <= 40 ? 9 : 4;
-    this.left = this.gauge ? 56 : 44;
+    this.left = this.gauge ? 62 : 44;
     const view = this.gauge ? 170 : n === 0 ? 48 : Math.min(14 + n * this.rowH, MAX_VIEW);
     this.scroll.style.height = view + "px";
     this.spacer.style.height = this.gauge ? "0px" : Math.max(0, 14 + n * this.rowH - view) + "px";
@@ -78,6 +78,7 @@ export class Timeline {
     else this.drawRows(ctx, d, w, view);
     const ax = setup(this.axis, w, AXIS_H);
     xAxis(ax, this.left, w - 10, 1, 0, this.hi, t("w_x_run"));
+    if (!this.gauge) rowsTitle(ax, t("w_y_conns"), 1);
   }
 
   private drawRows(ctx: CanvasRenderingContext2D, d: VariantData, w: number, view: number): void {

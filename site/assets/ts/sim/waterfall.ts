@@ -3,14 +3,14 @@
 // download), with the connection id beside each row. A call on a reused
 // connection has no DNS, connect or TLS part, so it is visibly short.
 // Rows are drawn on a canvas, only those in view, so 20,000 rows scroll.
-import { PHASE, INK, INK3, el, setup, xAxis } from "./canvas";
+import { PHASE, INK, INK3, el, rowsTitle, setup, xAxis } from "./canvas";
 import type { Call, VariantData } from "./store";
 import { t, ms, int } from "./i18n";
 
 export interface XRange { lo: number; hi: number; aligned: boolean }
 
 const MAX_VIEW = 300; // px of rows before the waterfall scrolls
-const AXIS_H = 34;
+const AXIS_H = 48;
 
 export function rowHeight(n: number): number {
   return n <= 16 ? 20 : n <= 40 ? 14 : n <= 120 ? 6 : 3;
@@ -41,7 +41,6 @@ export class Waterfall {
     this.x = x;
     const n = d.calls.length;
     this.rowH = rowHeight(n);
-    this.gutter = this.rowH >= 14 ? 76 : 10;
     const view = n === 0 ? 48 : Math.min(n * this.rowH, MAX_VIEW);
     this.scroll.style.height = view + "px";
     this.spacer.style.height = Math.max(0, n * this.rowH - view) + "px";
@@ -63,6 +62,7 @@ export class Waterfall {
     const ctx = setup(this.canvas, w, view);
     const calls = d.calls;
     const rh = this.rowH;
+    this.gutter = rh >= 14 ? this.labelWidth(ctx, calls) : 10;
     if (calls.length === 0) {
       ctx.fillStyle = INK3;
       ctx.textAlign = "center";
@@ -91,6 +91,22 @@ export class Waterfall {
     }
     const ax = setup(this.axis, w, AXIS_H);
     xAxis(ax, this.gutter, w - 10, 1, this.x.lo, this.x.hi, this.x.aligned ? t("w_x_call") : t("w_x_run"));
+    rowsTitle(ax, t("w_y_calls"), 1);
+  }
+
+  // labelWidth is the room the row labels need: "#12.3" and "● c7".
+  private labelWidth(ctx: CanvasRenderingContext2D, calls: Call[]): number {
+    let req = 0;
+    let call = 0;
+    let conn = 0;
+    for (const c of calls) {
+      req = Math.max(req, c.req);
+      call = Math.max(call, c.call);
+      conn = Math.max(conn, c.conn);
+    }
+    const a = ctx.measureText("#" + req + (call > 1 ? "." + call : "")).width;
+    const b = conn ? ctx.measureText("● c" + conn).width : 0;
+    return Math.ceil(4 + a + 8 + b + 8);
   }
 
   private drawRow(ctx: CanvasRenderingContext2D, c: Call, y: number, h: number, w: number): void {

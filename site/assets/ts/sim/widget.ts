@@ -47,6 +47,8 @@ export class Widget {
   private drawCost = 0;
   private summaryDirty = true;
   private events = 0;
+  private dropped = 0;
+  private finishedRun = false; // a run ended; the next drawing completes it
   private alignSet = false; // the reader chose; until then, many rows align
   private defaults = true; // the run uses the block's own parameters
 
@@ -182,7 +184,7 @@ export class Widget {
       root.append(h);
       const chips = el("p", "sim-chips");
       for (const [key, v] of Object.entries(d.settings || {})) chips.append(el("code", "", key + " = " + (typeof v === "string" ? v : JSON.stringify(v))));
-      if (chips.childNodes.length) root.append(chips);
+      root.append(chips); // even empty: panes line up on a subgrid
       const wf = new Waterfall((html, e) => this.tip(html, e));
       const tl = new Timeline((html, e) => this.tip(html, e), portCount(this.data.portRange));
       root.append(el("p", "sim-sub", t("w_waterfall")), wf.root, el("p", "sim-sub", t("w_connections")), tl.root);
@@ -230,6 +232,10 @@ export class Widget {
     if (seed !== undefined) msg.seed = seed;
     this.runId = id;
     this.events = 0;
+    this.dropped = 0;
+    delete this.fig.dataset.dropped;
+    delete this.fig.dataset.events;
+    delete this.fig.dataset.ready;
     this.notes.replaceChildren();
     this.checks = null;
     this.setPanes(this.data.variants.map((v) => new VariantData(v.name, v.label, v.settings)));
@@ -298,6 +304,8 @@ export class Widget {
         break;
       }
       case "dropped":
+        this.dropped += m.count || 0;
+        this.fig.dataset.dropped = String(this.dropped);
         this.note(t("w_dropped", { n: int(m.count || 0) }));
         break;
       case "done": {
@@ -317,6 +325,8 @@ export class Widget {
           }
         }
         this.checks = m.checks || null;
+        this.fig.dataset.events = String(this.events);
+        this.finishedRun = true;
         this.finish();
         const elapsed = num(m.elapsed_ms || 0);
         this.setStatus(this.real ? t("w_done_real", { ms: elapsed }) : t("w_done", { events: int(this.events), ms: elapsed }), false, "done");
@@ -395,6 +405,11 @@ export class Widget {
       this.summaryDirty = false;
       renderSummary(this.summaryEl, vs, this.real, "");
       renderChecks(this.checksEl, this.checks);
+    }
+    if (this.finishedRun) {
+      // Everything of the finished run is on screen (tests wait for this).
+      this.finishedRun = false;
+      this.fig.dataset.ready = "1";
     }
   }
 

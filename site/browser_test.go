@@ -1,0 +1,461 @@
+package site
+
+// Browser tests: the built site in a real Chromium, against `sim serve` run
+// in process. For every page with ```sim blocks, in both languages, each
+// block is run with the Run button and the waterfall, the calls table, the
+// summary and the expectations are checked against the model run the same
+// way in the test (sim run's numbers). A screenshot of each page's first
+// widget is kept under artifacts/browser/ (git-ignored). Everything started
+// (the server, the browser) is stopped at the end, and the test checks it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/cli"
+	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/server"
+)
+
+// chromiumPath finds Debian's chromium (CI installs it) or another Chrome.
+func chromiumPath() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser starts a headless Chromium with the flags the house rules give,
+// in a fresh profile, and returns a tab. The cleanup stops it and checks
+// that no process of that profile is left.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		t.Skip("no chromium on PATH (CI installs it: .ci/run)")
+	}
+	profile := t.TempDir()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("lang", "en-US"),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		// The allocator waits for the browser to exit; check that it did.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left := processesWith(profile)
+			if len(left) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("chromium processes still running after the test: %v", left)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return ctx
+}
+
+// processesWith lists the pids whose command line mentions s.
+func processesWith(s string) []string {
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		cmd, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmd, []byte(s)) {
+			out = append(out, d.Name())
+		}
+	}
+	return out
+}
+
+// syncBuffer is an io.Writer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+var serveAddrRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`)
+
+// serve runs `sim serve` in process on a free loopback port over the built
+// site and returns its base URL. The cleanup stops it (as Ctrl-C does) and
+// checks that it returned and no longer listens.
+func serve(t *testing.T, s *builtSite) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, &cli.Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut}, []string{"serve",
+			"--addr", "127.0.0.1:0", "--public", s.public,
+			"--labs", filepath.Join(s.root, "labs") + "," + filepath.Join(s.root, "content")})
+	}()
+	var addr string
+	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
+		if m := serveAddrRE.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("sim serve exited (%d): %s%s", code, out, errOut)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("sim serve printed no address: %s%s", out, errOut)
+		}
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("sim serve did not stop within 15 s of its context ending")
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("sim serve still listens on %s after it stopped", addr)
+		}
+	})
+	return "http://" + addr
+}
+
+// expected is what the model gives for one block, as the server streams it.
+type expected struct {
+	variants []string
+	calls    map[string][]sim.Event // the call events the page receives, in the waterfall's order
+	summary  map[string]map[string]any
+	checks   []lab.Check
+}
+
+// expectBlocks gives, for each of a page's blocks, sim run's summaries and
+// expectations (the build's `sim run --json`) and each variant's call
+// events among the first ModelEvents events (what the server streams before
+// it truncates), in start order as the waterfall draws them. The model
+// stops as soon as it has emitted those events.
+func expectBlocks(t *testing.T, s *builtSite, p sitePage) map[string]*expected {
+	t.Helper()
+	limit := server.DefaultLimits.ModelEvents
+	out := map[string]*expected{}
+	cliOut := s.outputs[p.name]
+	for _, b := range p.lab.Blocks {
+		x := &expected{calls: map[string][]sim.Event{}, summary: map[string]map[string]any{}}
+		for _, cb := range cliOut.Blocks {
+			if cb.ID != b.ID {
+				continue
+			}
+			x.checks = cb.Checks
+			for _, v := range cb.Variants {
+				m := map[string]any{}
+				for k, val := range v.Summary {
+					m[k] = val
+				}
+				if v.Error != "" {
+					m["error"] = v.Error
+				}
+				x.summary[v.Name] = m
+			}
+		}
+		scns, errs, err := b.Scenarios(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range b.Variants {
+			x.variants = append(x.variants, v.Name)
+			if errs[i] != nil {
+				continue
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			n := 0
+			var cs []sim.Event
+			_, err := sim.Run(ctx, *scns[i], sim.Options{Seed: 1, Sink: func(e *sim.Event) {
+				if n++; n > limit {
+					cancel()
+					return
+				}
+				if e.Kind == sim.KindCall {
+					cs = append(cs, *e)
+				}
+			}})
+			cancel()
+			if err != nil && n <= limit {
+				t.Fatalf("block %s variant %s: %v", b.ID, v.Name, err)
+			}
+			slices.SortStableFunc(cs, func(a, b sim.Event) int {
+				if a.Start != b.Start {
+					return int(a.Start - b.Start)
+				}
+				return a.Req - b.Req
+			})
+			x.calls[v.Name] = cs
+		}
+		out[b.ID] = x
+	}
+	return out
+}
+
+// widgetState is what the page shows of one widget after a run.
+type widgetState struct {
+	Ready   bool   `json:"ready"`
+	State   string `json:"state"`
+	Status  string `json:"status"`
+	Dropped int    `json:"dropped"`
+	Panes   []struct {
+		Name string
+		Rows int
+	} `json:"panes"`
+	Calls   map[string][][5]float64       `json:"calls"`
+	Summary map[string]map[string]float64 `json:"summary"`
+	Checks  []string                      `json:"checks"`
+}
+
+const readWidgetJS = `(() => {
+  const f = document.getElementById(%q);
+  if (!f) return JSON.stringify({state: "missing"});
+  const st = f.querySelector(".sim-status");
+  const panes = [...f.querySelectorAll(".sim-pane")].map(p => ({Name: p.dataset.variant, Rows: +(p.querySelector(".sim-wf").dataset.rows || 0)}));
+  const calls = {};
+  for (const tb of f.querySelectorAll("table.sim-calls-table")) calls[tb.dataset.variant] = [...tb.querySelectorAll("tbody tr")].map(tr => [+tr.dataset.req, +tr.dataset.call, +tr.dataset.conn, +tr.dataset.new, +tr.dataset.total]);
+  const summary = {};
+  for (const tr of f.querySelectorAll(".sim-summary tr[data-metric]")) for (const td of tr.querySelectorAll("td[data-value]")) (summary[td.dataset.variant] ||= {})[tr.dataset.metric] = +td.dataset.value;
+  const checks = [...f.querySelectorAll(".sim-checks li")].map(li => li.className);
+  return JSON.stringify({ready: f.dataset.ready === "1", state: st ? st.dataset.state || "" : "", status: st ? st.textContent : "", dropped: +(f.dataset.dropped || 0), panes, calls, summary, checks});
+})()`
+
+func readWidget(ctx context.Context, id string) (*widgetState, error) {
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(readWidgetJS, id)))
+	if err != nil {
+		return nil, err
+	}
+	var w widgetState
+	return &w, json.Unmarshal([]byte(raw), &w)
+}
+
+// runWidget presses a widget's Run button and waits until the run is on screen.
+func runWidget(ctx context.Context, id string) (*widgetState, error) {
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById(%q).scrollIntoView()`, id)),
+		chromedp.Click(chromedp.CSS("#"+id+" .sim-run"))); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		w, err := readWidget(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if w.Ready || w.State == "error" || w.State == "noserver" {
+			return w, nil
+		}
+		if time.Now().After(deadline) {
+			return w, fmt.Errorf("%s: no result within 2 minutes (status %q)", id, w.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Every lab page in both languages: press Run on each block; the waterfall
+// has one row per call the server sent, the calls table has the model's
+// calls in order with their connection and time, the summary and the
+// expectations are sim run's.
+func TestBrowserLabs(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	base := serve(t, s)
+	artifacts := filepath.Join(s.root, "artifacts", "browser")
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]*expected{}
+	for _, p := range s.pages {
+		t.Run(p.lang+"/"+p.name, func(t *testing.T) {
+			if want[p.name] == nil {
+				want[p.name] = expectBlocks(t, s, p)
+			}
+			if err := chromedp.Do(ctx, chromedp.Navigate(base+p.url)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelectorAll("figure.sim.live").length === %d`, len(p.lab.Blocks)),
+				chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+				t.Fatalf("%s: the widgets did not start: %v", p.url, err)
+			}
+			for i, b := range p.lab.Blocks {
+				id := "sim-" + b.ID
+				w, err := runWidget(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !w.Ready {
+					t.Fatalf("block %s: the run failed: %s", b.ID, w.Status)
+				}
+				checkWidget(t, b.ID, w, want[p.name][b.ID])
+				if i == 0 {
+					// The sticky header would cover the widget's title.
+					chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector(".site-header").style.position = "static"`))
+					png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#"+id)))
+					if err != nil {
+						t.Errorf("screenshot: %v", err)
+					} else if err := os.WriteFile(filepath.Join(artifacts, p.lang+"-"+p.name+".png"), png, 0o644); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func checkWidget(t *testing.T, block string, w *widgetState, x *expected) {
+	t.Helper()
+	if x == nil {
+		t.Fatalf("block %s: not run by the model", block)
+	}
+	var names []string
+	for _, p := range w.Panes {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, x.variants) {
+		t.Fatalf("block %s: variants %v side by side, want %v", block, names, x.variants)
+	}
+	for _, pane := range w.Panes {
+		calls := x.calls[pane.Name]
+		if w.Dropped > 0 {
+			// The page read too slowly and the server dropped batches (the
+			// widget says so); rows can only be fewer.
+			if pane.Rows > len(calls) {
+				t.Errorf("block %s %s: %d waterfall rows, more than the %d calls sent", block, pane.Name, pane.Rows, len(calls))
+			}
+			t.Logf("block %s: %d batches dropped under load; rows %d of %d", block, w.Dropped, pane.Rows, len(calls))
+			continue
+		}
+		if pane.Rows != len(calls) {
+			t.Errorf("block %s %s: %d waterfall rows, want one per call sent (%d)", block, pane.Name, pane.Rows, len(calls))
+		}
+		rows := w.Calls[pane.Name]
+		if n := min(len(calls), 500); len(rows) != n {
+			t.Errorf("block %s %s: the calls table has %d rows, want %d", block, pane.Name, len(rows), n)
+			continue
+		}
+		for i, r := range rows {
+			c := calls[i]
+			got := fmt.Sprintf("#%d.%d c%d new=%d total=%g", int(r[0]), int(r[1]), int(r[2]), int(r[3]), r[4])
+			wantRow := fmt.Sprintf("#%d.%d c%d new=%d total=%g", c.Req, c.Call, c.Conn, c.NumConnects(), float64(c.Total/time.Microsecond)/1000)
+			if got != wantRow {
+				t.Errorf("block %s %s: call %d is %s, want %s", block, pane.Name, i, got, wantRow)
+				break
+			}
+		}
+	}
+	shown := 0
+	for variant, metrics := range w.Summary {
+		for metric, got := range metrics {
+			shown++
+			v := lookupMetric(x.summary[variant], metric)
+			if f, ok := v.(float64); !ok || f != got {
+				t.Errorf("block %s: the summary shows %s.%s = %v, sim run has %v", block, variant, metric, got, v)
+			}
+		}
+	}
+	if shown < 4*len(w.Panes) && !slices.ContainsFunc(x.variants, func(v string) bool { return x.summary[v]["error"] != nil }) {
+		t.Errorf("block %s: the summary shows only %d values", block, shown)
+	}
+	if len(w.Checks) != len(x.checks) {
+		t.Errorf("block %s: %d expectations shown, the block has %d", block, len(w.Checks), len(x.checks))
+	}
+	for i, c := range w.Checks {
+		if i < len(x.checks) && (c == "ok") != x.checks[i].OK {
+			t.Errorf("block %s: expectation %q shown as %q", block, x.checks[i].Expect, c)
+		}
+	}
+}
+
+func lookupMetric(m map[string]any, path string) any {
+	var cur any = m
+	for _, k := range strings.Split(path, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[k]
+	}
+	return cur
+}
+
+// Without a server (a static host), the widget says so and still shows the
+// results computed when the site was built.
+func TestBrowserNoServer(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	files := httptest.NewServer(http.FileServer(http.Dir(s.public)))
+	defer files.Close()
+	var p *sitePage
+	for i := range s.pages {
+		if s.pages[i].name == "php-persistent-share" && s.pages[i].lang == "ko" {
+			p = &s.pages[i]
+		}
+	}
+	if p == nil {
+		t.Fatal("no Korean php-persistent-share page")
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+p.url)); err != nil {
+		t.Fatal(err)
+	}
+	id := "sim-" + p.lab.Blocks[0].ID
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector("#%s .sim-status")?.dataset.state === "noserver"`, id),
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the widget does not say that no server answered: %v", err)
+	}
+	w, err := runWidget(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.State != "noserver" || !strings.Contains(w.Status, "make serve") {
+		t.Errorf("pressing Run without a server: status %q %q, want the no-server note naming make serve", w.State, w.Status)
+	}
+	x := expectBlocks(t, s, *p)[p.lab.Blocks[0].ID]
+	got := w.Summary["persistent"]["total_ms.p50"]
+	if want := lookupMetric(x.summary["persistent"], "total_ms.p50"); got != want {
+		t.Errorf("build-time summary: persistent total_ms.p50 = %v, want %v", got, want)
+	}
+	// The scenario stays readable and the command can be copied.
+	cmd, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector("#%s .sim-cmd-text").textContent`, id)))
+	if err != nil || !strings.HasPrefix(cmd, "go run ./sim/cmd/sim run --block "+p.lab.Blocks[0].ID+" labs/php-persistent-share.md") {
+		t.Errorf("copy command %q (%v)", cmd, err)
+	}
+}
