@@ -75,6 +75,7 @@ var labNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // Directories that do not exist are skipped.
 func LoadCatalog(dirs []string) (*Catalog, error) {
 	c := &Catalog{byKey: map[string]*Lab{}, cache: lab.NewAnswerCache(4096), sem: make(chan struct{}, 2)}
+	cwd, _ := os.Getwd()
 	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.md"))
 		if err != nil {
@@ -95,6 +96,10 @@ func LoadCatalog(dirs []string) (*Catalog, error) {
 			}
 			if !labNameRE.MatchString(name) {
 				continue
+			}
+			// Commands in the answers name the file as a user would type it.
+			if rel, err := filepath.Rel(cwd, f); err == nil && cwd != "" && !strings.HasPrefix(rel, "..") {
+				f = rel
 			}
 			l, err := lab.Parse(f, src)
 			if err != nil {

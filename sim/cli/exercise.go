@@ -361,7 +361,7 @@ func (q *quiz) reveal(in *lab.Instance, right bool) {
 	w, t := q.env.Stdout, q.t
 	switch in.Kind {
 	case "number":
-		ans := in.AnswerText + " " + in.ToleranceText
+		ans := strings.TrimSpace(in.AnswerText + " " + in.ToleranceText)
 		if right {
 			fmt.Fprintf(w, t.right+"\n", ans)
 		} else {
@@ -477,8 +477,12 @@ func printKey(w io.Writer, l *lab.Lab, lang string, seed uint64, ins []*lab.Inst
 		switch in.Kind {
 		case "number":
 			a := in.Answer.(float64)
-			fmt.Fprintf(w, "   %s: %s %s (%s … %s)\n", t.keyAnswer, in.AnswerText, in.ToleranceText,
-				lab.FormatNumber(a-*in.Tolerance), lab.FormatNumber(a+*in.Tolerance))
+			if *in.Tolerance > 0 {
+				fmt.Fprintf(w, "   %s: %s %s (%s … %s)\n", t.keyAnswer, in.AnswerText, in.ToleranceText,
+					lab.FormatNumber(a-*in.Tolerance), lab.FormatNumber(a+*in.Tolerance))
+			} else {
+				fmt.Fprintf(w, "   %s: %s\n", t.keyAnswer, in.AnswerText)
+			}
 		case "choice":
 			for j, c := range in.Choices {
 				mark := ""

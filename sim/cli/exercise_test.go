@@ -47,7 +47,7 @@ func TestExerciseInteractive(t *testing.T) {
 		"Why: The 2nd request finds the TLS connection",
 		"See the run: sim run --block across-requests --set rtt=20ms ../../labs/php-persistent-share.md",
 		"[2/6]", "skipped",
-		"✓ Right: 4 ±0.",
+		"✓ Right: 4.",
 		"  1) A `ValueError`",
 		"✗ Not quite.\n  hint: One visitor's session cookie",
 		"✓ Right: 1) A `ValueError`",

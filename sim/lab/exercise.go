@@ -1046,11 +1046,13 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 		}
 		tol = math.Round(tol*1e6) / 1e6
 		in.Tolerance = &tol
-		in.ToleranceText = "±" + strconv.FormatFloat(x.Tolerance, 'f', -1, 64)
-		if x.TolerancePct {
-			in.ToleranceText += "%"
-		} else if x.Unit != "" {
-			in.ToleranceText += " " + x.Unit
+		if x.Tolerance > 0 { // an exact answer states no tolerance
+			in.ToleranceText = "±" + strconv.FormatFloat(x.Tolerance, 'f', -1, 64)
+			if x.TolerancePct {
+				in.ToleranceText += "%"
+			} else if x.Unit != "" {
+				in.ToleranceText += " " + x.Unit
+			}
 		}
 		in.AnswerText = FormatNumber(a)
 		in.AnswerShort = in.AnswerText

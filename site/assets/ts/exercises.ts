@@ -1,0 +1,707 @@
+// The exercise widget: every ```exercise block of a lab page (rendered by
+// layouts/_markup/render-codeblock-exercise.html) becomes a question the
+// student answers before the run reveals the answer.
+//
+// - Self-study: Check compares the prediction with the model's answer
+//   (within its tolerance); a wrong try gets told which way it is off and a
+//   hint; Show gives up. After the answer, the explanation, and the page's
+//   sim widget runs the exercise's scenario (the "connlab:run" page event,
+//   sim/server/PROTOCOL.md). Progress stays in this browser (localStorage).
+// - ?seed=N: the local server (GET /exercise/api) gives this student's own
+//   numbers; without a server the page keeps the lab's own.
+// - Class mode (sim serve --class, GET /class/info): the student joins with
+//   a display name, predictions go to the teacher over /class/ws, and the
+//   answer comes when the teacher reveals it.
+//
+// Nothing is sent anywhere except to the server that served the page, and
+// only in class mode or for a seed.
+
+interface Scenario {
+  lab?: string;
+  block: string;
+  variant?: string;
+  set: Record<string, string>;
+  command?: string;
+}
+
+interface Instance {
+  id: string;
+  kind: "number" | "choice" | "explain";
+  title?: string;
+  question: string;
+  unit?: string;
+  choices?: string[];
+  answer: number | string | null;
+  correct?: number;
+  tolerance: number | null;
+  tolerance_text?: string;
+  answer_text?: string;
+  hints: string[];
+  explain?: string;
+  scenario?: Scenario | null;
+  seed?: number;
+}
+
+interface PageData extends Instance {
+  lab: string;
+  lang: string;
+  n: number;
+}
+
+type Strings = Record<string, string>;
+
+let S: Strings = {};
+
+function t(key: string, vars: Record<string, string | number> = {}): string {
+  let s = S[key] ?? key;
+  for (const [k, v] of Object.entries(vars)) s = s.split("{" + k + "}").join(String(v));
+  return s;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// rich renders an exercise text: plain text with `code` spans, the only
+// markup the exercise format uses. Never innerHTML.
+function rich(parent: HTMLElement, s: string): HTMLElement {
+  parent.replaceChildren();
+  String(s ?? "")
+    .split("`")
+    .forEach((part, i) => parent.append(i % 2 ? el("code", "", part) : document.createTextNode(part)));
+  return parent;
+}
+
+// parseNumber reads a prediction the way sim/lab.ParseNumber does: "22",
+// "22 ms", "~22", "28,232", "1_000".
+export function parseNumber(raw: string, unit: string): number | null {
+  let s = raw.trim();
+  for (const p of ["≈", "~", "약"]) if (s.startsWith(p)) s = s.slice(p.length).trim();
+  if (unit && s.endsWith(unit)) s = s.slice(0, -unit.length).trim();
+  s = s.split("_").join("");
+  if (/^-?\d{1,3}(,\d{3})+(\.\d+)?$/.test(s)) s = s.split(",").join("");
+  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(s)) return null;
+  const f = Number(s);
+  return isFinite(f) ? f : null;
+}
+
+// ---------------------------------------------------------------------------
+// Progress in localStorage.
+
+interface Progress {
+  state: "" | "right" | "shown" | "sent";
+  tries: number;
+  value: string;
+  seed: number;
+}
+
+const STORE = "connlab:exercises:v1";
+
+function loadAll(): Record<string, Progress> {
+  try {
+    const v = JSON.parse(localStorage.getItem(STORE) || "{}");
+    return v && typeof v === "object" ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+function saveOne(key: string, p: Progress | null): void {
+  try {
+    const all = loadAll();
+    if (p) all[key] = p;
+    else delete all[key];
+    localStorage.setItem(STORE, JSON.stringify(all));
+  } catch {
+    /* private mode or full: progress is not kept */
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One exercise.
+
+class Exercise {
+  readonly id: string;
+  readonly lab: string;
+  readonly kind: Instance["kind"];
+  inst: Instance;
+  hidden = false; // class mode: the answer comes with the teacher's reveal
+  classSend: ((x: Exercise, value: string) => void) | null = null;
+  private hintsShown = 0;
+  private progress: Progress;
+  private readonly key: string;
+  private readonly q: HTMLElement;
+  private readonly title: HTMLElement;
+  private readonly feedback: HTMLElement;
+  private readonly hintList: HTMLElement;
+  private readonly reveal: HTMLElement;
+  private readonly checkBtn: HTMLButtonElement;
+  private readonly hintBtn: HTMLButtonElement | null;
+  private readonly showBtn: HTMLButtonElement | null;
+  private readonly input: HTMLInputElement | HTMLTextAreaElement | null;
+  private choicesEl: HTMLOListElement | null;
+
+  constructor(readonly root: HTMLElement, data: PageData, private readonly onChange: () => void) {
+    this.id = data.id;
+    this.lab = data.lab;
+    this.kind = data.kind;
+    this.inst = data;
+    this.key = `${data.lang}/${data.lab}/${data.id}`;
+    const q = (sel: string) => root.querySelector<HTMLElement>(sel);
+    this.q = q(".ex-question")!;
+    this.title = q(".ex-title")!;
+    this.feedback = q(".ex-feedback")!;
+    this.hintList = q(".ex-hint-list")!;
+    this.reveal = q(".ex-reveal")!;
+    this.checkBtn = q(".ex-check") as HTMLButtonElement;
+    this.hintBtn = q(".ex-hint") as HTMLButtonElement | null;
+    this.showBtn = q(".ex-show") as HTMLButtonElement | null;
+    this.input = root.querySelector<HTMLInputElement | HTMLTextAreaElement>(".ex-value, .ex-text");
+    this.choicesEl = root.querySelector<HTMLOListElement>(".ex-choices");
+    this.progress = { state: "", tries: 0, value: "", seed: 0 };
+
+    this.checkBtn.addEventListener("click", () => this.check());
+    this.hintBtn?.addEventListener("click", () => this.nextHint());
+    this.showBtn?.addEventListener("click", () => this.giveUp());
+    if (this.input instanceof HTMLInputElement) {
+      this.input.addEventListener("keydown", (e) => {
+        if ((e as KeyboardEvent).key === "Enter") this.check();
+      });
+    }
+    this.input?.addEventListener("input", () => this.input?.removeAttribute("aria-invalid"));
+  }
+
+  // use shows an instance (the page's own, or a seed's from the server).
+  // Another seed is another exercise: what the page showed of the previous
+  // one goes.
+  use(inst: Instance, hidden: boolean): void {
+    const other = (inst.seed ?? 0) !== (this.inst.seed ?? 0);
+    this.inst = inst;
+    if (other) {
+      this.clearUI();
+      this.progress = { state: "", tries: 0, value: "", seed: inst.seed ?? 0 };
+      if (this.input) this.input.value = "";
+    }
+    this.hidden = hidden;
+    if (inst.title) rich(this.title, inst.title);
+    this.q.replaceChildren(rich(el("p"), inst.question));
+    if (this.kind === "choice" && this.choicesEl && inst.choices) {
+      const ol = this.choicesEl;
+      ol.replaceChildren();
+      inst.choices.forEach((c, i) => {
+        const li = el("li");
+        if (!hidden && inst.correct === i + 1) li.classList.add("ex-correct");
+        const label = el("label");
+        const radio = el("input");
+        radio.type = "radio";
+        radio.name = "ex-" + this.id;
+        radio.value = String(i + 1);
+        label.append(radio, " ", rich(el("span", "ex-choice-text"), c));
+        li.append(label);
+        ol.append(li);
+      });
+    }
+    this.root.querySelector(".ex-keybox")?.replaceChildren(...this.answerNodes(false));
+    if (!this.reveal.hidden) this.reveal.replaceChildren(...this.answerNodes(true));
+  }
+
+  // restore applies the progress kept for this seed.
+  restore(all: Record<string, Progress>): void {
+    const p = all[this.key];
+    const seed = this.inst.seed ?? 0;
+    if (!p || p.seed !== seed) return;
+    this.progress = p;
+    if (this.input && p.value) this.input.value = p.value;
+    if (this.kind === "choice" && p.value) {
+      const r = this.root.querySelector<HTMLInputElement>(`input[type=radio][value="${CSS.escape(p.value)}"]`);
+      if (r) r.checked = true;
+    }
+    if (p.state === "right" || p.state === "shown") this.showAnswer(p.state === "right", false);
+    if (p.state === "sent") this.say(t("class_sent"), "info");
+  }
+
+  done(): boolean {
+    return this.progress.state === "right" || this.progress.state === "shown";
+  }
+
+  reset(): void {
+    this.progress = { state: "", tries: 0, value: "", seed: this.inst.seed ?? 0 };
+    saveOne(this.key, null);
+    this.clearUI();
+    this.onChange();
+  }
+
+  private clearUI(): void {
+    this.hintsShown = 0;
+    this.hintList.replaceChildren();
+    this.reveal.hidden = true;
+    this.reveal.replaceChildren();
+    this.say("", "");
+    this.root.classList.remove("ex-done");
+    this.setLocked(false);
+    if (this.hintBtn) this.hintBtn.disabled = false;
+    for (const li of this.root.querySelectorAll(".ex-choices li")) li.classList.remove("ex-is-right", "ex-is-wrong");
+  }
+
+  private save(): void {
+    this.progress.seed = this.inst.seed ?? 0;
+    saveOne(this.key, this.progress);
+    this.onChange();
+  }
+
+  private say(text: string, kind: "ok" | "bad" | "info" | ""): void {
+    this.feedback.textContent = text;
+    this.feedback.className = "ex-feedback ex-live" + (kind ? " " + kind : "");
+  }
+
+  private value(): string {
+    if (this.kind === "choice") {
+      const r = this.root.querySelector<HTMLInputElement>("input[type=radio]:checked");
+      return r ? r.value : "";
+    }
+    return this.input ? this.input.value.trim() : "";
+  }
+
+  private check(): void {
+    const raw = this.value();
+    if (this.kind === "explain") {
+      if (!raw) return this.say(t("want_text"), "bad");
+      this.progress.value = raw;
+      if (this.classSend) {
+        this.classSend(this, raw);
+        return;
+      }
+      this.progress.state = "shown";
+      this.save();
+      this.showAnswer(true, true);
+      return;
+    }
+    if (this.kind === "number" && parseNumber(raw, this.inst.unit || "") === null) {
+      this.input?.setAttribute("aria-invalid", "true");
+      return this.say(t("want_number") + (this.inst.unit ? ` (${this.inst.unit})` : ""), "bad");
+    }
+    if (this.kind === "choice" && !raw) return this.say(t("want_choice"), "bad");
+    this.progress.value = raw;
+    if (this.classSend) {
+      this.classSend(this, raw);
+      return;
+    }
+    if (this.inst.answer === null || this.inst.answer === undefined) return this.say(t("no_answers").split("`").join(""), "info");
+    this.progress.tries++;
+    let ok = false;
+    let msg = t("wrong");
+    if (this.kind === "number") {
+      const v = parseNumber(raw, this.inst.unit || "")!;
+      const a = Number(this.inst.answer);
+      const tol = Number(this.inst.tolerance ?? 0);
+      ok = Math.abs(v - a) <= tol + 1e-9 * Math.max(1, Math.abs(a));
+      if (!ok) msg = v > a ? t("too_high") : t("too_low");
+    } else {
+      ok = Number(raw) === this.inst.correct;
+      if (!ok) {
+        const li = this.root.querySelectorAll(".ex-choices li")[Number(raw) - 1];
+        li?.classList.add("ex-is-wrong");
+      }
+    }
+    if (ok) {
+      this.progress.state = "right";
+      this.save();
+      this.showAnswer(true, true);
+      return;
+    }
+    this.save();
+    this.say(msg, "bad");
+    this.nextHint();
+  }
+
+  private nextHint(): void {
+    const hs = this.inst.hints || [];
+    if (this.hintsShown >= hs.length) return;
+    this.hintList.append(rich(el("li"), hs[this.hintsShown]));
+    this.hintsShown++;
+    if (this.hintBtn && this.hintsShown >= hs.length) this.hintBtn.disabled = true;
+  }
+
+  private giveUp(): void {
+    if (this.hidden) return;
+    this.progress.state = "shown";
+    this.save();
+    this.showAnswer(false, true);
+  }
+
+  private setLocked(locked: boolean): void {
+    this.checkBtn.disabled = locked;
+    if (this.showBtn) this.showBtn.disabled = locked;
+    if (this.input) this.input.readOnly = locked;
+    for (const r of this.root.querySelectorAll<HTMLInputElement>("input[type=radio]")) r.disabled = locked;
+  }
+
+  answerNodes(withRun: boolean): HTMLElement[] {
+    const inst = this.inst;
+    const out: HTMLElement[] = [];
+    if (inst.answer !== null && inst.answer !== undefined) {
+      const p = el("p", "ex-answer");
+      p.append(el("strong", "", (this.kind === "explain" ? t("model_answer") : t("answer")) + ": "));
+      let text = inst.answer_text || String(inst.answer);
+      if (this.kind === "choice" && inst.correct && inst.choices) text = `${inst.correct}) ${inst.choices[inst.correct - 1]}`;
+      p.append(rich(el("span"), text));
+      if (this.kind === "number" && inst.tolerance_text) p.append(" ", el("span", "ex-tol", `(${t("tolerance")} ${inst.tolerance_text})`));
+      out.push(p);
+    }
+    if (inst.explain) {
+      const p = el("p", "ex-why");
+      p.append(el("strong", "", t("why") + ": "), rich(el("span"), inst.explain));
+      out.push(p);
+    }
+    const sc = inst.scenario;
+    if (sc && sc.block) {
+      if (withRun && document.getElementById("sim-" + sc.block)) {
+        const p = el("p", "ex-run");
+        const a = el("a", "", t("see_run") + " ↑");
+        a.href = "#sim-" + sc.block;
+        p.append(a);
+        out.push(p);
+      }
+      if (sc.command) {
+        const p = el("p", "ex-cmd", t("run_cmd") + ": ");
+        p.append(el("code", "", sc.command));
+        out.push(p);
+      }
+    }
+    return out;
+  }
+
+  // showAnswer reveals the answer and, when the student just got there,
+  // asks the page's sim widget to run the exercise's scenario.
+  showAnswer(right: boolean, run: boolean, note = ""): void {
+    this.setLocked(true);
+    this.root.classList.add("ex-done");
+    if (this.kind === "choice" && this.inst.correct) {
+      this.root.querySelectorAll(".ex-choices li")[this.inst.correct - 1]?.classList.add("ex-is-right");
+    }
+    if (note) this.say(note, right ? "ok" : "info");
+    else if (this.kind !== "explain") this.say(right ? t("right") : "", right ? "ok" : "");
+    else this.say("", "");
+    this.reveal.replaceChildren(...this.answerNodes(true));
+    const again = el("button", "ex-again", t("reset"));
+    again.type = "button";
+    again.addEventListener("click", () => this.reset());
+    if (!this.classSend) this.reveal.append(again);
+    this.reveal.hidden = false;
+    const sc = this.inst.scenario;
+    if (run && sc && sc.block && document.getElementById("sim-" + sc.block)) {
+      document.dispatchEvent(new CustomEvent("connlab:run", { detail: { block: sc.block, params: { ...sc.set }, mode: "model" } }));
+    }
+  }
+
+  // Class mode.
+  sent(value: string): void {
+    this.progress.value = value;
+    this.progress.state = "sent";
+    this.save();
+    this.say(t("class_sent"), "info");
+  }
+
+  classReveal(inst: Instance, yours: { value: string; ok: boolean } | null): void {
+    this.use(inst, false);
+    if (yours) {
+      if (this.input) this.input.value = yours.value;
+      if (this.kind === "choice") {
+        const r = this.root.querySelector<HTMLInputElement>(`input[type=radio][value="${CSS.escape(yours.value)}"]`);
+        if (r) r.checked = true;
+      }
+    }
+    const right = !!yours && yours.ok && this.kind !== "explain";
+    const note = !yours || this.kind === "explain" ? "" : yours.ok ? t("class_yours_right") : t("class_yours_wrong", { value: yours.value });
+    this.progress.state = right ? "right" : "shown";
+    this.save();
+    this.showAnswer(right, true, note);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Class mode: /class/ws.
+
+interface ClassInfo {
+  class: boolean;
+  per_student: boolean;
+}
+
+class ClassClient {
+  private ws: WebSocket | null = null;
+  private retry = 500;
+  private name = "";
+  private token = "";
+  joined = false;
+
+  constructor(
+    private readonly page: Page,
+    private readonly bar: HTMLElement,
+  ) {
+    const saved = ClassClient.saved();
+    this.name = saved.name || "";
+    this.token = saved.token || "";
+    const form = bar.querySelector<HTMLFormElement>(".ex-class-join")!;
+    const input = form.querySelector<HTMLInputElement>("input[name=name]")!;
+    input.value = this.name;
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const name = input.value.trim();
+      if (!name) return;
+      if (name !== this.name) this.token = "";
+      this.name = name;
+      this.save();
+      this.connect();
+    });
+    bar.hidden = false;
+    if (this.name) this.connect();
+  }
+
+  static saved(): { name?: string; token?: string } {
+    try {
+      return JSON.parse(localStorage.getItem("connlab:class") || "{}") || {};
+    } catch {
+      return {};
+    }
+  }
+
+  private save(): void {
+    try {
+      localStorage.setItem("connlab:class", JSON.stringify({ name: this.name, token: this.token }));
+    } catch {
+      /* not kept */
+    }
+  }
+
+  private status(s: string): void {
+    const p = this.bar.querySelector(".ex-class-status");
+    if (p) p.textContent = s;
+  }
+
+  private connect(): void {
+    this.ws?.close();
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(`${proto}//${location.host}/class/ws?lang=${encodeURIComponent(this.page.lang)}`);
+    this.ws = ws;
+    ws.onopen = () => {
+      this.retry = 500;
+      ws.send(JSON.stringify({ type: "join", name: this.name, token: this.token }));
+    };
+    ws.onmessage = (ev) => {
+      let m: Record<string, unknown>;
+      try {
+        m = JSON.parse(String(ev.data));
+      } catch {
+        return;
+      }
+      this.message(m);
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.joined = false;
+      this.status(t("class_lost"));
+      setTimeout(() => {
+        if (this.ws === ws) this.connect();
+      }, this.retry);
+      this.retry = Math.min(this.retry * 2, 10000);
+    };
+  }
+
+  send(x: Exercise, value: string): void {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || !this.joined) {
+      this.status(t("class_lost"));
+      return;
+    }
+    this.ws.send(JSON.stringify({ type: "answer", lab: x.lab, exercise: x.id, value }));
+  }
+
+  private async message(m: Record<string, unknown>): Promise<void> {
+    const page = this.page;
+    switch (m.type) {
+      case "joined": {
+        this.joined = true;
+        this.name = String(m.name);
+        this.token = String(m.token);
+        this.save();
+        this.status(t("class_joined", { name: this.name }));
+        const form = this.bar.querySelector<HTMLFormElement>(".ex-class-join");
+        if (form) form.hidden = true;
+        // A class is a fresh start: what this browser did alone stays out.
+        for (const x of page.exercises) {
+          x.reset();
+          x.classSend = (x, v) => this.send(x, v);
+        }
+        await page.loadSeed(Number(m.seed) || 0, true);
+        for (const a of (m.answered as { lab: string; exercise: string; value: string }[]) || []) {
+          const x = page.find(a.lab, a.exercise);
+          x?.sent(a.value);
+        }
+        for (const r of (m.revealed as Record<string, unknown>[]) || []) this.message(r);
+        break;
+      }
+      case "ack": {
+        const x = page.find(String(m.lab), String(m.exercise));
+        x?.sent(String(m.value));
+        break;
+      }
+      case "reveal": {
+        const inst = m.exercise as Instance;
+        const x = page.find(String(m.lab), inst.id);
+        x?.classReveal(inst, (m.yours as { value: string; ok: boolean }) || null);
+        break;
+      }
+      case "reset": {
+        const x = page.find(String(m.lab), String(m.exercise));
+        if (x) {
+          x.reset();
+          x.classSend = (x, v) => this.send(x, v);
+          await page.loadSeed(page.seed, true);
+        }
+        break;
+      }
+      case "error":
+        if (!this.joined) {
+          this.status(`${t("class_full")}: ${String(m.message)}`);
+          const form = this.bar.querySelector<HTMLFormElement>(".ex-class-join");
+          if (form) form.hidden = false;
+          this.token = "";
+          this.save();
+        } else {
+          this.status(String(m.message));
+        }
+        break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The page.
+
+class Page {
+  exercises: Exercise[] = [];
+  lang = document.documentElement.lang || "en";
+  seed = 0;
+  private lab = "";
+  private notice: HTMLElement | null = null;
+  private progressEl: HTMLElement | null = null;
+
+  start(): void {
+    const toolbar = document.querySelector<HTMLElement>(".ex-toolbar");
+    const strings = toolbar?.querySelector(".ex-strings");
+    try {
+      S = JSON.parse(strings?.textContent || "{}");
+    } catch {
+      S = {};
+    }
+    this.notice = toolbar?.querySelector(".ex-notice") ?? null;
+    this.progressEl = toolbar?.querySelector(".ex-progress") ?? null;
+    for (const sec of document.querySelectorAll<HTMLElement>("section.exercise")) {
+      let data: PageData;
+      try {
+        data = JSON.parse(sec.querySelector("script.ex-data")?.textContent || "");
+      } catch {
+        continue;
+      }
+      this.lab = data.lab;
+      if (data.lang) this.lang = data.lang;
+      try {
+        this.exercises.push(new Exercise(sec, data, () => this.updateProgress()));
+      } catch (e) {
+        console.error("exercise " + data.id, e);
+      }
+    }
+    if (!this.exercises.length) return;
+    document.documentElement.classList.add("ex-js");
+    for (const b of document.querySelectorAll<HTMLButtonElement>(".ex-print")) b.addEventListener("click", () => window.print());
+    const all = loadAll();
+    for (const x of this.exercises) x.restore(all);
+    this.updateProgress();
+    void this.connect().finally(() => {
+      document.documentElement.dataset.exReady = "1";
+    });
+  }
+
+  find(lab: string, id: string): Exercise | undefined {
+    return this.exercises.find((x) => x.lab === lab && x.id === id);
+  }
+
+  private say(s: string): void {
+    if (!this.notice) return;
+    this.notice.textContent = s;
+    this.notice.hidden = !s;
+  }
+
+  private updateProgress(): void {
+    if (!this.progressEl) return;
+    const n = this.exercises.filter((x) => x.done()).length;
+    this.progressEl.textContent = " " + t("progress", { n, m: this.exercises.length });
+  }
+
+  // loadSeed asks the local server for a seed's exercises; false without one.
+  async loadSeed(seed: number, hidden: boolean): Promise<boolean> {
+    if (!/^https?:$/.test(location.protocol)) return false;
+    try {
+      const u = `/exercise/api?lab=${encodeURIComponent(this.lab)}&lang=${encodeURIComponent(this.lang)}&seed=${seed}`;
+      const r = await fetch(u, { headers: { Accept: "application/json" } });
+      if (!r.ok) return false;
+      const doc = (await r.json()) as { seed: number; hidden: boolean; exercises: Instance[] };
+      this.seed = doc.seed;
+      for (const inst of doc.exercises) {
+        const x = this.find(this.lab, inst.id);
+        if (x) x.use(inst, hidden || doc.hidden);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async connect(): Promise<void> {
+    const param = new URLSearchParams(location.search).get("seed");
+    let info: ClassInfo | null = null;
+    if (/^https?:$/.test(location.protocol)) {
+      try {
+        const r = await fetch("/class/info", { headers: { Accept: "application/json" } });
+        if (r.ok) info = (await r.json()) as ClassInfo;
+      } catch {
+        info = null;
+      }
+    }
+    if (info && info.class) {
+      const bar = document.querySelector<HTMLElement>(".ex-toolbar .ex-class");
+      if (bar) new ClassClient(this, bar);
+      return;
+    }
+    if (param === null) {
+      // A build without the key (no `make data`): the local server has it.
+      if (this.exercises.some((x) => x.kind !== "explain" && (x.inst.answer === null || x.inst.answer === undefined))) {
+        if (await this.loadSeed(0, false)) {
+          const all = loadAll();
+          for (const x of this.exercises) x.restore(all);
+        }
+      }
+      return;
+    }
+    const seed = Number(param);
+    if (!Number.isSafeInteger(seed) || seed < 0) return;
+    if (await this.loadSeed(seed, false)) {
+      const all = loadAll();
+      for (const x of this.exercises) x.restore(all);
+      this.say(t("seeded", { seed }));
+    } else {
+      this.say(t("seed_needs_server"));
+    }
+  }
+}
+
+function start(): void {
+  const page = new Page();
+  page.start();
+  (window as unknown as { connlabExercises: Page }).connlabExercises = page;
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();
