@@ -1,0 +1,273 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/lab"
+)
+
+func init() {
+	register(&command{
+		name:    "validate",
+		summary: "run a lab's blocks in the model and on real loopback servers, and compare them phase by phase",
+		usage:   "[--json] [--block ID] [--variant NAME]... [--real nginx,redis] [--set key=value]... [--tolerance 5%,0.5ms] FILE",
+		example: `  sim validate labs/php-persistent-share.md
+  sim validate --block across-requests --set rtt=50ms labs/php-persistent-share.md
+  sim validate --real nginx,redis labs/nginx-keepalive.md
+  sim validate --json --block exhaust labs/port-exhaustion.md | jq '.blocks[].variants[] | {name, ok}'
+
+Every variant runs twice with the same parameters: in the model (virtual
+time) and on real servers on 127.0.0.1 (TLS, DNS, Redis, a proxy, worker
+processes, the kernel's own TIME_WAIT in a private network namespace). Each
+of curl's phases must have its measured median within the tolerance of the
+model's, and the connection counts must be equal; the exit status is 1 when
+one is not. A variant outside tolerance is run once more (--retries), since
+a busy machine slows real runs down.
+
+` + harness.ScalingRules,
+		run: validateCmd,
+	})
+}
+
+// ValidateOutput is the JSON `sim validate --json` prints.
+type ValidateOutput struct {
+	Lab       string                     `json:"lab"`
+	File      string                     `json:"file"`
+	Tolerance string                     `json:"tolerance"`
+	Blocks    []*harness.BlockValidation `json:"blocks"`
+	OK        bool                       `json:"ok"`
+}
+
+func validateCmd(ctx context.Context, env *Env, args []string) error {
+	c := find("validate")
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	block := fs.String("block", "", "validate only the block with this id")
+	var variants, sets multiFlag
+	fs.Var(&variants, "variant", "validate only this variant (repeatable)")
+	fs.Var(&sets, "set", "override a scenario `key=value` in every variant (repeatable; sim params lists the keys)")
+	real := fs.String("real", "", "use the real programs, when installed: `nginx,redis` (default: a Go proxy and miniredis)")
+	seed := fs.Uint64("seed", 1, "random seed, shared by the model and the real load generator")
+	tolFlag := fs.String("tolerance", "5%,0.5ms", "a phase's median may differ from the model's by the larger of a percentage and a duration")
+	retries := fs.Int("retries", 1, "run a variant outside tolerance again this many times")
+	compress := fs.Float64("compress", harness.DefaultCompress, "divide long timers (keep-alive, pauses, idle ages) by this factor")
+	maxReq := fs.Int("max-requests", harness.DefaultMaxRequests, "at most this many requests per variant")
+	maxDur := fs.Duration("max-duration", harness.DefaultMaxDuration, "at most this long per variant, as the model predicts it")
+	pos, err := parse(c, env, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"want exactly one FILE"}
+	}
+	tol, err := harness.ParseTolerance(*tolFlag)
+	if err != nil {
+		return usageError{"--tolerance: " + err.Error()}
+	}
+	var realParts []string
+	for _, r := range strings.Split(*real, ",") {
+		switch r = strings.TrimSpace(r); r {
+		case "":
+		case "nginx", "redis":
+			realParts = append(realParts, r)
+		default:
+			return usageError{fmt.Sprintf("--real: want nginx and/or redis, got %q", r)}
+		}
+	}
+	switch {
+	case *retries < 0 || *retries > 10:
+		return usageError{"--retries: want 0 to 10"}
+	case *compress < 1 || *compress > 1e6:
+		return usageError{"--compress: want 1 to 1000000"}
+	case *maxReq < 1 || *maxReq > 100000:
+		return usageError{"--max-requests: want 1 to 100000"}
+	case *maxDur <= 0 || *maxDur > time.Hour:
+		return usageError{"--max-duration: want a duration up to 1h"}
+	}
+	var overrides []lab.Setting
+	for _, kv := range sets {
+		st, err := lab.ParseSetting(kv)
+		if err != nil {
+			return err
+		}
+		overrides = append(overrides, st)
+	}
+	l, err := lab.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	if len(l.Blocks) == 0 {
+		return fmt.Errorf("%s: no ```sim blocks", l.File)
+	}
+	blocks := l.Blocks
+	if *block != "" {
+		b, err := l.Block(*block)
+		if err != nil {
+			return err
+		}
+		blocks = []*lab.Block{b}
+	}
+	opt := harness.Options{Set: overrides, Variants: variants, Seed: *seed, Real: realParts,
+		Compress: *compress, MaxRequests: *maxReq, MaxDuration: *maxDur, Progress: newProgress(env.Stderr)}
+	// Check every block's plan before running any, so bad input never
+	// leaves a half-written result.
+	for _, b := range blocks {
+		if _, err := harness.NewPlan(ctx, b, opt); err != nil {
+			return err
+		}
+	}
+	out := ValidateOutput{Lab: l.Title, File: l.File, Tolerance: tol.String(), OK: true}
+	for _, b := range blocks {
+		bv, err := harness.Validate(ctx, b, opt, tol, *retries)
+		if err != nil {
+			return err
+		}
+		out.Blocks = append(out.Blocks, bv)
+		out.OK = out.OK && bv.OK
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printValidation(env.Stdout, &out)
+	}
+	if !out.OK {
+		return exitError(1)
+	}
+	return nil
+}
+
+// newProgress prints progress on w once a run has lasted a second.
+func newProgress(w io.Writer) func(string) {
+	start := time.Now()
+	var mu sync.Mutex
+	return func(m string) {
+		if el := time.Since(start); el >= time.Second {
+			mu.Lock()
+			fmt.Fprintf(w, "[%5.1fs] %s\n", el.Seconds(), m)
+			mu.Unlock()
+		}
+	}
+}
+
+func printValidation(w io.Writer, out *ValidateOutput) {
+	title := out.Lab
+	if title == "" {
+		title = out.File
+	}
+	fmt.Fprintf(w, "%s (%s): model and real loopback servers, tolerance %s\n", title, out.File, out.Tolerance)
+	total, bad, skipped := 0, []string{}, 0
+	for _, b := range out.Blocks {
+		fmt.Fprintf(w, "\n■ %s", b.ID)
+		if b.Title != "" {
+			fmt.Fprintf(w, ": %s", b.Title)
+		}
+		fmt.Fprintf(w, "   [setup: %s]\n", b.Setup)
+		for _, v := range b.Variants {
+			name := v.Name
+			if v.Label != "" {
+				name += " (" + v.Label + ")"
+			}
+			fmt.Fprintf(w, "  %s\n", name)
+			for _, s := range v.Scaling {
+				fmt.Fprintf(w, "    scaled: %s\n", s)
+			}
+			for _, c := range v.Components {
+				fmt.Fprintf(w, "    real: %s\n", c)
+			}
+			for _, n := range v.Notes {
+				fmt.Fprintf(w, "    note: %s\n", n)
+			}
+			if v.Skipped != "" {
+				fmt.Fprintf(w, "    not compared: %s\n", v.Skipped)
+				skipped++
+				continue
+			}
+			total++
+			if len(v.Phases) > 0 {
+				tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+				fmt.Fprintln(tw, "    phase\tmodel ms\tmeasured p50\tp90\terror\ttolerance\t\t")
+				for _, p := range v.Phases {
+					fmt.Fprintf(tw, "    %s\t%.3f\t%.3f\t%.3f\t%s\t±%.3f\t%s\t\n", p.Phase, p.ModelMS, p.MeasuredMS, p.MeasuredP90MS, pct(p), p.ToleranceMS, okMark(p.OK))
+				}
+				tw.Flush()
+			}
+			var parts []string
+			for _, c := range v.Counts {
+				s := fmt.Sprintf("%s %v", c.Name, compact(c.Model))
+				if !c.OK || fmt.Sprint(c.Model) != fmt.Sprint(c.Measured) {
+					s += fmt.Sprintf(" vs %v", compact(c.Measured))
+				}
+				if c.Allowed != "exact" {
+					s += " (" + c.Allowed + ")"
+				}
+				if !c.OK {
+					s += " FAIL"
+				}
+				parts = append(parts, s)
+			}
+			if len(parts) > 0 {
+				fmt.Fprintf(w, "    counts (model = measured unless shown): %s\n", strings.Join(parts, "; "))
+			}
+			attempts := ""
+			if v.Attempts > 1 {
+				attempts = fmt.Sprintf(" (attempt %d)", v.Attempts)
+			}
+			if v.OK {
+				fmt.Fprintf(w, "    ok%s\n", attempts)
+			} else {
+				fmt.Fprintf(w, "    OUTSIDE TOLERANCE%s\n", attempts)
+				bad = append(bad, b.ID+"/"+v.Name)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	switch {
+	case len(bad) == 0:
+		fmt.Fprintf(w, "verdict: all %d variants run for real agree with the model (tolerance %s)", total, out.Tolerance)
+	default:
+		fmt.Fprintf(w, "verdict: %d of %d variants outside tolerance: %s", len(bad), total, strings.Join(bad, ", "))
+	}
+	if skipped > 0 {
+		fmt.Fprintf(w, "; %d not compared (see above)", skipped)
+	}
+	fmt.Fprintln(w)
+}
+
+func pct(p harness.PhaseRow) string {
+	if p.ModelMS == 0 {
+		return fmt.Sprintf("%+.3fms", p.MeasuredMS-p.ModelMS)
+	}
+	return strconv.FormatFloat(p.ErrorPct, 'f', 1, 64) + "%"
+}
+
+func okMark(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "FAIL"
+}
+
+// compact prints long lists shortened.
+func compact(v any) string {
+	if l, ok := v.([]int); ok && len(l) > 12 {
+		return listInts(l, 12)
+	}
+	if l, ok := v.([]int); ok {
+		return "[" + listInts(l, 12) + "]"
+	}
+	return fmt.Sprint(v)
+}

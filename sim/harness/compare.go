@@ -1,0 +1,260 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/lab"
+)
+
+// Tolerance is how far a phase's measured median may be from the model's:
+// within Pct percent of the model's value or Abs, whichever is larger.
+type Tolerance struct {
+	Pct float64
+	Abs time.Duration
+}
+
+// DefaultTolerance is the issue's acceptance rule: max(5 %, 0.5 ms).
+var DefaultTolerance = Tolerance{Pct: 5, Abs: 500 * time.Microsecond}
+
+func (t Tolerance) String() string {
+	return fmt.Sprintf("max(%g%%, %s)", t.Pct, sim.FormatDuration(t.Abs))
+}
+
+// ParseTolerance reads "5%,0.5ms" (either part may be left out).
+func ParseTolerance(s string) (Tolerance, error) {
+	var t Tolerance
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+		case strings.HasSuffix(part, "%"):
+			v, err := strconv.ParseFloat(strings.TrimSuffix(part, "%"), 64)
+			if err != nil || v < 0 || v > 1000 {
+				return t, fmt.Errorf("tolerance %q: want a percentage such as 5%%", part)
+			}
+			t.Pct = v
+		default:
+			d, err := time.ParseDuration(part)
+			if err != nil || d < 0 || d > time.Minute {
+				return t, fmt.Errorf("tolerance %q: want a duration such as 0.5ms", part)
+			}
+			t.Abs = d
+		}
+	}
+	return t, nil
+}
+
+// PhaseRow sets one phase's measured median against the model's.
+type PhaseRow struct {
+	Phase         string  `json:"phase"` // namelookup, connect, appconnect, starttransfer, total
+	ModelMS       float64 `json:"model_ms"`
+	MeasuredMS    float64 `json:"measured_ms"` // median
+	MeasuredP90MS float64 `json:"measured_p90_ms"`
+	ErrorPct      float64 `json:"error_pct"` // (measured - model) / model; 0 when the model says 0
+	ToleranceMS   float64 `json:"tolerance_ms"`
+	OK            bool    `json:"ok"`
+}
+
+// ComparePhases compares the medians of curl's five phases.
+func ComparePhases(model, measured *sim.Summary, tol Tolerance) []PhaseRow {
+	phases := []struct {
+		name   string
+		mo, me sim.Stat
+	}{
+		{"namelookup", model.NameLookup, measured.NameLookup},
+		{"connect", model.Connect, measured.Connect},
+		{"appconnect", model.AppConnect, measured.AppConnect},
+		{"starttransfer", model.StartTransfer, measured.StartTransfer},
+		{"total", model.Total, measured.Total},
+	}
+	rows := make([]PhaseRow, 0, len(phases))
+	for _, p := range phases {
+		allowed := max(tol.Pct/100*p.mo.P50, float64(tol.Abs)/1e6)
+		diff := p.me.P50 - p.mo.P50
+		r := PhaseRow{Phase: p.name, ModelMS: p.mo.P50, MeasuredMS: p.me.P50, MeasuredP90MS: p.me.P90,
+			ToleranceMS: math.Round(allowed*1000) / 1000, OK: math.Abs(diff) <= allowed+1e-9}
+		if p.mo.P50 != 0 {
+			r.ErrorPct = math.Round(1000*diff/p.mo.P50) / 10
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// CountRow sets one count against the model's.
+type CountRow struct {
+	Name     string `json:"-"`
+	Model    any    `json:"model"`
+	Measured any    `json:"measured"`
+	// Allowed is "exact", or the difference allowed where the count
+	// depends on how requests overlapped (see ScalingRules, rule 5).
+	Allowed string `json:"allowed"`
+	OK      bool   `json:"ok"`
+}
+
+// CompareCounts compares the connection counts. timing marks a variant
+// whose pool growth depends on timing (VariantPlan.Timing).
+func CompareCounts(model, measured *sim.Summary, timing bool) []CountRow {
+	var rows []CountRow
+	exact := func(name string, a, b int) {
+		rows = append(rows, CountRow{Name: name, Model: a, Measured: b, Allowed: "exact", OK: a == b})
+	}
+	near := func(name string, a, b int) {
+		slack := max(2, int(math.Ceil(0.1*float64(a))))
+		d := a - b
+		rows = append(rows, CountRow{Name: name, Model: a, Measured: b, Allowed: "±" + strconv.Itoa(slack), OK: d <= slack && d >= -slack})
+	}
+	list := func(name string, a, b []int) {
+		rows = append(rows, CountRow{Name: name, Model: a, Measured: b, Allowed: "exact", OK: slices.Equal(a, b)})
+	}
+	exact("requests", model.Requests, measured.Requests)
+	exact("calls", model.Calls, measured.Calls)
+	if timing {
+		near("connects", model.Connects, measured.Connects)
+		near("time_wait_peak", model.TimeWaitPeak, measured.TimeWaitPeak)
+	} else {
+		exact("connects", model.Connects, measured.Connects)
+		if model.Calls <= sim.MaxListed {
+			list("num_connects", model.NumConnects, measured.NumConnects)
+		}
+		list("connects_per_worker", model.ConnectsPerWorker, measured.ConnectsPerWorker)
+		exact("time_wait_peak", model.TimeWaitPeak, measured.TimeWaitPeak)
+	}
+	exact("server_time_wait_peak", model.ServerTimeWaitPeak, measured.ServerTimeWaitPeak)
+	exact("errors", model.Errors, measured.Errors)
+	exact("port_errors", model.PortErrors, measured.PortErrors)
+	exact("races", model.Races, measured.Races)
+	return rows
+}
+
+// VariantComparison is one variant of sim validate.
+type VariantComparison struct {
+	Name       string       `json:"name"`
+	Label      string       `json:"label,omitempty"`
+	Phases     []PhaseRow   `json:"phases"`
+	Counts     []CountRow   `json:"-"`
+	OK         bool         `json:"ok"`
+	Skipped    string       `json:"skipped,omitempty"` // not compared, and why
+	Scaling    []string     `json:"scaling,omitempty"`
+	Components []string     `json:"components,omitempty"`
+	Notes      []string     `json:"notes,omitempty"`
+	Attempts   int          `json:"attempts"`
+	Model      *sim.Summary `json:"model,omitempty"`
+	Measured   *sim.Summary `json:"measured,omitempty"`
+}
+
+// MarshalJSON writes Counts as an object: {"connects": {"model": …}, …}.
+func (v *VariantComparison) MarshalJSON() ([]byte, error) {
+	type plain VariantComparison
+	counts := map[string]CountRow{}
+	for _, c := range v.Counts {
+		counts[c.Name] = c
+	}
+	return json.Marshal(struct {
+		*plain
+		Counts map[string]CountRow `json:"counts"`
+	}{(*plain)(v), counts})
+}
+
+// BlockValidation is one block of sim validate.
+type BlockValidation struct {
+	ID       string               `json:"id"`
+	Title    string               `json:"title,omitempty"`
+	Setup    string               `json:"setup"`
+	Variants []*VariantComparison `json:"variants"`
+	OK       bool                 `json:"ok"`
+}
+
+// compareVariant fills a comparison from the model's and the real run's
+// results for one variant.
+func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *VariantPlan, tol Tolerance) {
+	vc.Phases, vc.Counts = []PhaseRow{}, nil
+	switch {
+	case vp.Rejected != "":
+		vc.OK = rv.Error == mv.Error
+		vc.Skipped = "rejected before any traffic: " + vp.Rejected
+		return
+	case rv.Summary == nil:
+		vc.OK = true
+		vc.Skipped = strings.TrimPrefix(rv.Error, "not run for real: ")
+		return
+	}
+	vc.Model, vc.Measured = mv.Summary, rv.Summary
+	vc.OK = true
+	if mv.Summary.Calls-mv.Summary.Errors > 0 || rv.Summary.Calls-rv.Summary.Errors > 0 {
+		vc.Phases = ComparePhases(mv.Summary, rv.Summary, tol)
+	}
+	vc.Counts = CompareCounts(mv.Summary, rv.Summary, vp.Timing)
+	for _, p := range vc.Phases {
+		vc.OK = vc.OK && p.OK
+	}
+	for _, c := range vc.Counts {
+		vc.OK = vc.OK && c.OK
+	}
+}
+
+// Validate runs b's variants in the model and for real, both on the same
+// scaled plan, and compares each variant's phases and counts. A variant
+// outside tolerance is run again up to retries times (the machine may be
+// busy); the last attempt counts, and Attempts says how many there were.
+func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, retries int) (*BlockValidation, error) {
+	p, err := NewPlan(ctx, b, opt)
+	if err != nil {
+		return nil, err
+	}
+	model, err := p.Model(ctx, opt.Seed, nil)
+	if err != nil {
+		return nil, err
+	}
+	bv := &BlockValidation{ID: b.ID, Title: b.Title, Setup: p.Setup, OK: true}
+	byName := map[string]*VariantComparison{}
+	for i, vp := range p.Variants {
+		vc := &VariantComparison{Name: vp.Name, Label: vp.Label, Scaling: vp.Scaling, Phases: []PhaseRow{}}
+		_ = i
+		bv.Variants = append(bv.Variants, vc)
+		byName[vp.Name] = vc
+	}
+	todo := p
+	for attempt := 0; attempt <= retries; attempt++ {
+		run, err := RunPlan(ctx, todo, opt)
+		if err != nil {
+			return nil, err
+		}
+		var again []string
+		for i, vp := range todo.Variants {
+			vc := byName[vp.Name]
+			vc.Attempts++
+			mi := slices.IndexFunc(p.Variants, func(x *VariantPlan) bool { return x.Name == vp.Name })
+			compareVariant(vc, model.Variants[mi], run.Result.Variants[i], vp, tol)
+			vc.Components, vc.Notes = run.Variants[i].Components, run.Variants[i].Notes
+			if !vc.OK && vc.Skipped == "" {
+				again = append(again, vp.Name)
+			}
+		}
+		if len(again) == 0 || attempt == retries {
+			break
+		}
+		if opt.Progress != nil {
+			opt.Progress(fmt.Sprintf("%s: %s outside tolerance, running again", b.ID, strings.Join(again, ", ")))
+		}
+		sub := &Plan{Block: p.Block, Setup: p.Setup, Compress: p.Compress}
+		for _, vp := range p.Variants {
+			if slices.Contains(again, vp.Name) {
+				sub.Variants = append(sub.Variants, vp)
+			}
+		}
+		todo = sub
+	}
+	for _, vc := range bv.Variants {
+		bv.OK = bv.OK && vc.OK
+	}
+	return bv, nil
+}

@@ -1,0 +1,127 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// dnsServer is a real DNS server (github.com/miekg/dns, UDP on loopback)
+// that answers the lab's names with 127.0.0.1 after a fixed delay: the time
+// of a lookup that misses every cache (the scenario's dns).
+type dnsServer struct {
+	srv   *dns.Server
+	addr  string
+	delay time.Duration
+	done  chan struct{}
+}
+
+// zone is the only domain the server answers; anything else is REFUSED.
+const zone = "connlab.test."
+
+func startDNS(delay time.Duration) (*dnsServer, error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	d := &dnsServer{addr: pc.LocalAddr().String(), delay: delay, done: make(chan struct{})}
+	started := make(chan struct{})
+	d.srv = &dns.Server{PacketConn: pc, Handler: d, NotifyStartedFunc: func() { close(started) }}
+	go func() {
+		defer close(d.done)
+		d.srv.ActivateAndServe()
+	}()
+	select {
+	case <-started:
+	case <-d.done:
+		return nil, fmt.Errorf("harness: DNS server did not start")
+	}
+	return d, nil
+}
+
+// ServeDNS answers A queries under connlab.test with 127.0.0.1 and AAAA
+// queries with no address, each after the configured delay.
+func (d *dnsServer) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
+	at := time.Now().Add(d.delay)
+	m := new(dns.Msg)
+	m.SetReply(q)
+	if len(q.Question) != 1 || !dns.IsSubDomain(zone, strings.ToLower(q.Question[0].Name)) {
+		m.Rcode = dns.RcodeRefused
+		w.WriteMsg(m)
+		return
+	}
+	m.Authoritative = true
+	if qs := q.Question[0]; qs.Qtype == dns.TypeA {
+		m.Answer = append(m.Answer, &dns.A{
+			Hdr: dns.RR_Header{Name: qs.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60},
+			A:   net.IPv4(127, 0, 0, 1),
+		})
+	}
+	SleepUntil(at)
+	w.WriteMsg(m)
+}
+
+func (d *dnsServer) Close() {
+	d.srv.Shutdown()
+	<-d.done
+}
+
+// dnsCache is curl's DNS cache as one share handle or easy handle keeps it:
+// an answer is kept for dns_cache_timeout, whatever its TTL (curl ignores
+// TTLs), and a connection that is reused needs no lookup at all.
+type dnsCache struct {
+	mu      sync.Mutex
+	addr    string
+	at      time.Time // when the answer arrived
+	have    bool
+	timeout time.Duration
+}
+
+// resolver asks the harness's DNS server, never the system's.
+type resolver struct {
+	server string // the DNS server's address; "" when the scenario's dns is 0
+}
+
+// lookup returns the address of host, from c while it is fresh.
+func (r resolver) lookup(ctx context.Context, c *dnsCache, host string) (string, error) {
+	if r.server == "" {
+		return "127.0.0.1", nil // dns = 0: nothing to resolve (127.0.0.1)
+	}
+	c.mu.Lock()
+	if c.have && c.timeout > 0 && time.Since(c.at) < c.timeout {
+		a := c.addr
+		c.mu.Unlock()
+		return a, nil
+	}
+	c.mu.Unlock()
+	if err := CheckLoopback(r.server); err != nil {
+		return "", err
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
+	cl := &dns.Client{Net: "udp", Timeout: 10 * time.Second}
+	resp, _, err := cl.ExchangeContext(ctx, q, r.server)
+	if err != nil {
+		return "", fmt.Errorf("DNS lookup of %s: %w", host, err)
+	}
+	for _, rr := range resp.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			addr := a.A.String()
+			if err := CheckLoopback(addr); err != nil {
+				return "", err
+			}
+			c.mu.Lock()
+			if c.timeout > 0 {
+				c.addr, c.at, c.have = addr, time.Now(), true
+			}
+			c.mu.Unlock()
+			return addr, nil
+		}
+	}
+	return "", fmt.Errorf("DNS lookup of %s: no address (%s)", host, dns.RcodeToString[resp.Rcode])
+}

@@ -1,0 +1,338 @@
+// Package harness runs connlab's lab blocks against real servers on
+// loopback, with the same parameters the model uses, so that model and
+// measurement can be set side by side (sim validate) and the page's "Run
+// real" button shows real packets.
+//
+// Real parts, all on 127.0.0.1 with ports the kernel chooses:
+//
+//   - an HTTPS upstream (crypto/tls, a CA and certificates made at start,
+//     TLS 1.2 or 1.3, session tickets on or off, nginx's keep-alive timeout
+//     and requests per connection), or plain HTTP;
+//   - a DNS server (github.com/miekg/dns) answering the lab's names after
+//     the scenario's delay; clients resolve through it only;
+//   - Redis: miniredis, or redis-server when asked for and installed;
+//   - a reverse proxy: a Go one, or nginx when asked for and installed;
+//   - PHP-like worker processes (this binary, re-executed) whose client state
+//     lives for a call, a request (curl_share_init) or the process
+//     (curl_share_init_persistent), instrumented with net/http/httptrace;
+//   - a load generator, closed or open loop.
+//
+// Round trips are injected in user space (the kernel here has no netem):
+// the client's dialer waits one RTT for the TCP handshake, and every byte
+// waits RTT/2 in each direction at one end of the connection, in order; the
+// emulated path also keeps a congestion window so slow start costs its round
+// trips. TLS and HTTP round trips come out of the real protocols.
+//
+// Each variant runs in its own lab process, in a private network and PID
+// namespace where the kernel allows it: the port range and tcp_tw_reuse are
+// set there, TIME_WAIT is counted from its /proc/net/tcp, and when the lab
+// process ends the kernel removes every process and socket it made. Long
+// timers are compressed and long runs shortened by the rules in
+// ScalingRules; the model is run on the same scaled scenario for
+// comparison (Plan.Model, Validate).
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/lab"
+)
+
+// Options control a real run of a lab block.
+type Options struct {
+	Set      []lab.Setting                             // overrides, as sim run --set
+	Variants []string                                  // nil: all variants
+	Seed     uint64                                    // the load's random arrivals, as the model's seed
+	Sink     func(block, variant string, e *sim.Event) // every event as measured; called from one goroutine at a time
+	Progress func(msg string)                          // optional, for runs longer than a second
+	Real     []string                                  // "nginx", "redis": use the real programs when installed
+
+	// Compress divides long timers (keep-alive, pauses, idle ages); 0 means
+	// DefaultCompress. See ScalingRules.
+	Compress float64
+	// MaxRequests and MaxDuration bound each variant (0: the defaults).
+	MaxRequests int
+	MaxDuration time.Duration
+	// Isolation: "" or "auto" runs each variant in private namespaces when
+	// the kernel allows it and says so when it does not; "off" never asks.
+	Isolation string
+	// Executable is the binary re-executed for lab and worker processes
+	// ("": this process's own, os.Executable).
+	Executable string
+}
+
+// VariantRun is what a real run of one variant used and noticed.
+type VariantRun struct {
+	Name       string
+	Plan       *VariantPlan
+	Components []string // the real programs and settings used
+	Notes      []string // what the reader should know (no namespace, ...)
+	Isolated   bool
+	WallS      float64
+}
+
+// Run is the outcome of a real run of a block.
+type Run struct {
+	Plan     *Plan
+	Result   *lab.BlockResult // in the shape the model returns
+	Variants []*VariantRun
+}
+
+// RunBlock runs every (selected) variant of b on real loopback servers and
+// returns the measured results (Summary computed with sim.Collector, socket
+// gauges measured), in the same shape the model returns, so lab
+// expectations and model-versus-measured comparisons use one code path.
+//
+// Each variant runs scaled (see ScalingRules); its VariantResult.Scenario
+// is the scenario that ran. Compare against the model run of the same plan
+// (NewPlan, then Plan.Model), not against the lab's unscaled scenario:
+// Validate does both.
+func RunBlock(ctx context.Context, b *lab.Block, opt Options) (*lab.BlockResult, error) {
+	p, err := NewPlan(ctx, b, opt)
+	if err != nil {
+		return nil, err
+	}
+	r, err := RunPlan(ctx, p, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r.Result, nil
+}
+
+// isolation remembers whether this kernel lets us make namespaces.
+var isolation struct {
+	mu      sync.Mutex
+	checked bool
+	ok      bool
+	why     string
+}
+
+// RunPlan runs a plan's variants for real, one after another.
+func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
+	opt.defaults()
+	exe := opt.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("harness: cannot find this program to start worker processes: %w", err)
+		}
+	}
+	certs, err := sharedCerts()
+	if err != nil {
+		return nil, err
+	}
+	run := &Run{Plan: p, Result: &lab.BlockResult{ID: p.Block.ID, Title: p.Block.Title, Checks: []lab.Check{}}}
+	for i, vp := range p.Variants {
+		vr := &lab.VariantResult{Name: vp.Name, Label: vp.Label}
+		run.Result.Variants = append(run.Result.Variants, vr)
+		info := &VariantRun{Name: vp.Name, Plan: vp}
+		run.Variants = append(run.Variants, info)
+		switch {
+		case vp.Rejected != "":
+			// PHP throws before any traffic; the real run is the same check.
+			vr.Error = vp.Rejected
+			info.Notes = append(info.Notes, "rejected before any connection, as PHP does")
+			continue
+		case vp.Skip != "":
+			vr.Error = "not run for real: " + vp.Skip
+			continue
+		}
+		if opt.Progress != nil {
+			opt.Progress(fmt.Sprintf("%s/%s (%d of %d): %d requests", p.Block.ID, vp.Name, i+1, len(p.Variants), vp.Scenario.Requests))
+		}
+		isolated := opt.Isolation != "off" && namespacesSupported
+		if isolated {
+			isolation.mu.Lock()
+			if isolation.checked && !isolation.ok {
+				isolated = false
+			}
+			isolation.mu.Unlock()
+		}
+		if !isolated && vp.Ports {
+			why := "private network namespaces are not available"
+			if opt.Isolation == "off" {
+				why = "isolation is off"
+			}
+			vr.Error = "not run for real: this variant changes ip_local_port_range or tcp_tw_reuse, which the harness only does in a private network namespace, and " + why
+			info.Notes = append(info.Notes, vr.Error)
+			continue
+		}
+		s := vp.Scenario
+		vr.Scenario = &s
+		job := labJob{Block: p.Block.ID, Variant: vp.Name, Setup: vp.Setup, Scenario: vp.Scenario, Seed: opt.Seed,
+			Certs: *certs, Isolated: isolated, KernelTWReuse: vp.KernelTWReuse, Real: opt.Real}
+		sum, rep, used, err := runLab(ctx, exe, job, opt)
+		if err != nil {
+			return nil, err
+		}
+		vr.Summary = sum
+		info.Components, info.Notes, info.Isolated, info.WallS = rep.Components, append(info.Notes, rep.Notes...), used, rep.WallS
+		if !used && isolated {
+			info.Notes = append(info.Notes, "private namespaces refused ("+isolation.why+"): ran in the host's network namespace")
+		}
+	}
+	return run, nil
+}
+
+// runLab runs one variant in a lab process and collects its events.
+func runLab(ctx context.Context, exe string, job labJob, opt Options) (*sim.Summary, *variantReport, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, false, err
+	}
+	cmd, stdout, stderr, err := startLab(exe, &job)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	stop := context.AfterFunc(ctx, func() { killGroup(cmd) })
+	defer stop()
+	var col sim.Collector
+	var rep *variantReport
+	var childErr string
+	lr := newLineReader(stdout)
+	for {
+		m, err := lr.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				childErr = err.Error()
+			}
+			break
+		}
+		switch {
+		case m.Ev != nil:
+			e := m.Ev.event()
+			col.Add(&e)
+			if opt.Sink != nil {
+				opt.Sink(job.Block, job.Variant, &e)
+			}
+		case m.Progress != "":
+			if opt.Progress != nil {
+				opt.Progress(m.Progress)
+			}
+		case m.Result != nil:
+			rep = m.Result
+		case m.Error != "":
+			childErr = m.Error
+		}
+	}
+	werr := cmd.Wait()
+	killGroup(cmd) // anything left in the group (no PID namespace)
+	if ctx.Err() != nil {
+		return nil, nil, false, ctx.Err()
+	}
+	if rep == nil {
+		msg := childErr
+		if msg == "" {
+			msg = fmt.Sprint(werr)
+		}
+		if tail := strings.TrimSpace(stderr.String()); tail != "" {
+			msg += "\n" + tail
+		}
+		return nil, nil, false, fmt.Errorf("harness: real run of %s/%s failed: %s", job.Block, job.Variant, msg)
+	}
+	col.SetSockets(rep.TimeWaitPeak, rep.ServerTimeWaitPeak, rep.OpenPeak)
+	sum := col.Summary()
+	return &sum, rep, job.Isolated, nil
+}
+
+// startLab starts a lab process, in private namespaces if job.Isolated and
+// the kernel agrees; if it refuses, job.Isolated is cleared and the process
+// starts without them.
+func startLab(exe string, job *labJob) (*exec.Cmd, io.Reader, *tailBuffer, error) {
+	for {
+		raw, err := json.Marshal(job)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), envRole+"=lab")
+		cmd.SysProcAttr = labAttr(job.Isolated)
+		stderr := &tailBuffer{max: 16 << 10}
+		cmd.Stderr = stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		err = cmd.Start()
+		if err != nil && job.Isolated && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES)) {
+			isolation.mu.Lock()
+			isolation.checked, isolation.ok, isolation.why = true, false, err.Error()
+			isolation.mu.Unlock()
+			job.Isolated = false
+			if job.Setup != "" && (job.KernelTWReuse != sim.Default().TWReuse || job.Scenario.PortRange != sim.Default().PortRange) {
+				return nil, nil, nil, fmt.Errorf("harness: %s/%s needs a private network namespace, which this system refuses (%v)", job.Block, job.Variant, err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("harness: cannot start a lab process (%s): %w", exe, err)
+		}
+		if job.Isolated {
+			isolation.mu.Lock()
+			isolation.checked, isolation.ok = true, true
+			isolation.mu.Unlock()
+		}
+		go func() {
+			newLineWriter(stdin).send(&msg{Config: raw})
+			stdin.Close()
+		}()
+		return cmd, stdout, stderr, nil
+	}
+}
+
+// killGroup kills a lab process and its process group. With a PID
+// namespace, killing the lab process alone takes every descendant with it.
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Process.Kill()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.String()
+}
+
+// Model runs the model on the same plan as a real run: see Plan.Model.
+func Model(ctx context.Context, b *lab.Block, opt Options) (*lab.BlockResult, error) {
+	p, err := NewPlan(ctx, b, opt)
+	if err != nil {
+		return nil, err
+	}
+	return p.Model(ctx, opt.Seed, opt.Sink)
+}

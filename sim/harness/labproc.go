@@ -1,0 +1,276 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+)
+
+// labJob is what a lab process is asked to run: one variant, already
+// scaled.
+type labJob struct {
+	Block         string       `json:"block"`
+	Variant       string       `json:"variant"`
+	Setup         string       `json:"setup"`
+	Scenario      sim.Scenario `json:"scenario"`
+	Seed          uint64       `json:"seed"`
+	Certs         Certs        `json:"certs"`
+	Isolated      bool         `json:"isolated"`
+	KernelTWReuse int          `json:"kernel_tw_reuse"`
+	Real          []string     `json:"real,omitempty"`
+}
+
+// variantReport is what a lab process measured besides the events.
+type variantReport struct {
+	TimeWaitPeak       int      `json:"time_wait_peak"`
+	ServerTimeWaitPeak int      `json:"server_time_wait_peak"`
+	OpenPeak           int      `json:"open_peak"`
+	Components         []string `json:"components"`
+	Notes              []string `json:"notes,omitempty"`
+	WallS              float64  `json:"wall_s"`
+	// ResolutionMS is the resolution of the measured phases when coarser
+	// than the clock's (nginx logs whole milliseconds).
+	ResolutionMS float64 `json:"resolution_ms,omitempty"`
+}
+
+// labProc is the process that runs one variant: in a private network and
+// PID namespace when the kernel allows, so its sockets, sysctls and
+// children are its own, and all of them die with it.
+type labProc struct {
+	job labJob
+	out *lineWriter
+	exe string
+	t0  time.Time
+
+	upstreamAddr, dnsAddr, redisAddr string
+
+	mu        sync.Mutex
+	connIDs   map[[2]int]int
+	nextConn  int
+	open      int
+	openPeak  int
+	sawOpen   bool
+	err       error
+	done      int
+	lastNote  time.Time
+	wallStart time.Time
+}
+
+func (lp *labProc) since(t time.Time) time.Duration { return t.Sub(lp.t0) }
+
+// emit sends an event to the parent and follows the open connections.
+func (lp *labProc) emit(e *sim.Event) {
+	lp.mu.Lock()
+	switch {
+	case e.Kind == sim.KindOpen:
+		lp.sawOpen = true
+		lp.open++
+		lp.openPeak = max(lp.openPeak, lp.open)
+	case e.Kind == sim.KindClose && e.Conn != 0:
+		lp.open--
+	}
+	lp.mu.Unlock()
+	lp.out.event(e)
+}
+
+// emitWorker renumbers a worker's connection ids into one sequence.
+func (lp *labProc) emitWorker(w int, e *sim.Event) {
+	if e.Conn != 0 {
+		lp.mu.Lock()
+		k := [2]int{w, e.Conn}
+		id, ok := lp.connIDs[k]
+		if !ok {
+			lp.nextConn++
+			id = lp.nextConn
+			lp.connIDs[k] = id
+		}
+		lp.mu.Unlock()
+		e.Conn = id
+	}
+	lp.emit(e)
+}
+
+// serverEvent stamps an upstream's socket event with the run's clock.
+func (lp *labProc) serverEvent(e *sim.Event) {
+	e.At = lp.since(time.Now())
+	lp.emit(e)
+}
+
+func (lp *labProc) fail(err error) {
+	lp.mu.Lock()
+	if lp.err == nil {
+		lp.err = err
+	}
+	lp.mu.Unlock()
+}
+
+// progress reports the count of finished requests about once a second.
+func (lp *labProc) progress() {
+	lp.mu.Lock()
+	lp.done++
+	now := time.Now()
+	send := now.Sub(lp.lastNote) >= time.Second
+	if send {
+		lp.lastNote = now
+	}
+	n := lp.done
+	lp.mu.Unlock()
+	if send {
+		lp.out.send(&msg{Progress: fmt.Sprintf("%s/%s: %d of %d requests", lp.job.Block, lp.job.Variant, n, lp.job.Scenario.Requests)})
+	}
+}
+
+// labMain is a lab process: a job on stdin, events, progress and a report
+// on stdout.
+func labMain(stdin io.Reader, stdout io.Writer) error {
+	out := newLineWriter(stdout)
+	m, err := newLineReader(stdin).next()
+	if err != nil {
+		return err
+	}
+	lp := &labProc{out: out, connIDs: map[[2]int]int{}, wallStart: time.Now(), lastNote: time.Now()}
+	if err := json.Unmarshal(m.Config, &lp.job); err != nil {
+		return fmt.Errorf("harness: lab process: bad job: %v", err)
+	}
+	rep, err := lp.run(context.Background())
+	if err == nil {
+		err = lp.err
+	}
+	if err != nil {
+		out.send(&msg{Error: err.Error()})
+		return err
+	}
+	return out.send(&msg{Result: rep})
+}
+
+func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
+	job := &lp.job
+	s := &job.Scenario
+	rep := &variantReport{}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	lp.exe = exe
+	lp.t0 = time.Now()
+
+	if job.Isolated {
+		if err := loopbackUp(); err != nil {
+			return nil, err
+		}
+		// The servers take their ports from a range the clients' range
+		// cannot overlap.
+		lo, hi := 60000, 65535
+		if s.PortRange.Hi >= 60000 {
+			lo, hi = 1024, 9999
+		}
+		if err := writeSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", lo, hi)); err != nil {
+			return nil, err
+		}
+	}
+	var cleanup []func()
+	defer func() {
+		for _, f := range slices.Backward(cleanup) {
+			f()
+		}
+	}()
+	serverPort := 0
+	switch job.Setup {
+	case SetupHTTP:
+		if s.DNS > 0 {
+			d, err := startDNS(s.DNS)
+			if err != nil {
+				return nil, err
+			}
+			cleanup = append(cleanup, d.Close)
+			lp.dnsAddr = d.addr
+			rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s after %s", d.addr, APIHost, sim.FormatDuration(s.DNS)))
+		}
+		cfg := upstreamConfig(s, s.RTT, false)
+		cfg.Seed = job.Seed
+		up, err := StartUpstream("", cfg, &job.Certs, lp.serverEvent)
+		if err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, up.Close)
+		lp.upstreamAddr = up.Addr()
+		serverPort = up.Port()
+		rep.Components = append(rep.Components, up.String())
+	case SetupRedis:
+		r, err := startRedis(slices.Contains(job.Real, "redis"))
+		if err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, r.Close)
+		lp.redisAddr = r.addr
+		serverPort = r.port()
+		rep.Components = append(rep.Components, "Redis: "+r.desc+" on "+r.addr+", go-redis v9 clients")
+	case SetupProxy:
+		return lp.runProxy(ctx, rep, &cleanup)
+	default:
+		return nil, fmt.Errorf("harness: unknown setup %q", job.Setup)
+	}
+	if err := lp.setPorts(rep); err != nil {
+		return nil, err
+	}
+	d := newDispatcher(lp, s, rand.New(rand.NewPCG(job.Seed, 1)))
+	cleanup = append(cleanup, d.stop)
+	if err := d.start(ctx); err != nil {
+		return nil, err
+	}
+	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, job.Isolated))
+	lp.t0 = time.Now()
+	smp := startSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
+	gen := &loadGen{s: s, lp: lp, serve: func(ctx context.Context, r *request) bool {
+		d.dispatch(r)
+		failed := <-r.done
+		d.finished(r.worker - 1)
+		return failed
+	}}
+	gen.run(ctx, job.Seed)
+	return lp.finish(rep, smp)
+}
+
+// setPorts narrows the clients' port range and sets tcp_tw_reuse, in the
+// private namespace only, after the servers have their ports.
+func (lp *labProc) setPorts(rep *variantReport) error {
+	job := &lp.job
+	s := &job.Scenario
+	if !job.Isolated {
+		rep.Notes = append(rep.Notes, "no private network namespace: the host's port range and tcp_tw_reuse apply; TIME_WAIT is counted on the server's port")
+		return nil
+	}
+	if err := writeSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", s.PortRange.Lo, s.PortRange.Hi)); err != nil {
+		return err
+	}
+	if err := writeSysctl("net/ipv4/tcp_tw_reuse", strconv.Itoa(job.KernelTWReuse)); err != nil {
+		return err
+	}
+	rep.Components = append(rep.Components, fmt.Sprintf("private network namespace: ip_local_port_range %d-%d, tcp_tw_reuse %d", s.PortRange.Lo, s.PortRange.Hi, job.KernelTWReuse))
+	return nil
+}
+
+func (lp *labProc) finish(rep *variantReport, smp *sampler) (*variantReport, error) {
+	s := &lp.job.Scenario
+	tw, stw, open, err := smp.finish(2*max(s.RTT, s.ClientRTT) + 100*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("harness: reading /proc/net/tcp: %w", err)
+	}
+	lp.mu.Lock()
+	rep.TimeWaitPeak, rep.ServerTimeWaitPeak, rep.OpenPeak = tw, stw, lp.openPeak
+	if !lp.sawOpen {
+		rep.OpenPeak = open // nginx: no open events, only the sampled sockets
+	}
+	lp.mu.Unlock()
+	rep.WallS = time.Since(lp.wallStart).Seconds()
+	return rep, nil
+}

@@ -1,0 +1,67 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// CheckLoopback returns an error unless addr ("host:port" or a bare host) is
+// a literal loopback address: 127.0.0.0/8 or ::1. Names are refused too,
+// since resolving them could lead anywhere. Every listener and dialer of the
+// harness goes through it.
+func CheckLoopback(addr string) error {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.Unmap().IsLoopback() || ip.Zone() != "" {
+		return fmt.Errorf("harness: refusing %q: only loopback addresses (127.0.0.0/8, ::1) are allowed", addr)
+	}
+	return nil
+}
+
+// dialLoopback dials a loopback address only.
+func dialLoopback(ctx context.Context, network, addr string) (net.Conn, error) {
+	if err := CheckLoopback(addr); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// listenLoopback listens on a loopback address only, by default on a port
+// the kernel chooses.
+func listenLoopback(network, addr string) (net.Listener, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	if err := CheckLoopback(addr); err != nil {
+		return nil, err
+	}
+	return net.Listen(network, addr)
+}
+
+// Dialer is the harness's dialer for clients it owns: loopback only, and it
+// waits one round trip after the kernel's (instant) loopback handshake, so
+// the TCP connect costs what it would over the emulated path.
+type Dialer struct {
+	RTT time.Duration
+}
+
+// DialContext dials addr, which must be a loopback address.
+func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	start := time.Now()
+	c, err := dialLoopback(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := sleepCtx(ctx, start.Add(d.RTT)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}

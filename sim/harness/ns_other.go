@@ -1,0 +1,20 @@
+//go:build !linux
+
+package harness
+
+import (
+	"errors"
+	"syscall"
+)
+
+func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+
+func labAttr(isolated bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+var errNotLinux = errors.New("harness: private network namespaces need Linux")
+
+func loopbackUp() error { return errNotLinux }
+
+func writeSysctl(name, value string) error { return errNotLinux }
+
+const namespacesSupported = false

@@ -1,0 +1,329 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/lab"
+)
+
+// Setups: what a block runs on for real.
+const (
+	// SetupHTTP: PHP-like worker processes (real OS processes) call the
+	// HTTPS or HTTP upstream through the harness's DNS server, with
+	// curl-like client state whose lifetime is the call, the request or
+	// the process.
+	SetupHTTP = "http"
+	// SetupRedis: worker processes call Redis (miniredis, or redis-server
+	// with --real redis) with go-redis, one client per request or one pool
+	// per process.
+	SetupRedis = "redis"
+	// SetupProxy: a closed-loop load generator calls a reverse proxy (a Go
+	// proxy, or nginx with --real nginx) whose workers call the upstream,
+	// with or without upstream keep-alive.
+	SetupProxy = "proxy"
+)
+
+// LabSetups says which setup each lab's blocks run on, by the lab's file
+// name (a .ko.md translation runs as its .md). A lab not listed runs on
+// SetupProxy when a variant uses reuse = "upstream-keepalive", else on
+// SetupHTTP.
+var LabSetups = map[string]string{
+	"php-persistent-share": SetupHTTP,
+	"connection-pool":      SetupRedis,
+	"nginx-keepalive":      SetupProxy,
+	"port-exhaustion":      SetupHTTP,
+	"idle-timeouts":        SetupHTTP,
+}
+
+// Defaults of the scaling rules (see ScalingRules).
+const (
+	DefaultCompress    = 100
+	DefaultMaxRequests = 2000
+	DefaultMaxDuration = 10 * time.Second
+	// exhaustTarget is how soon a scaled run reaches the end of its port
+	// range: twice tcp_tw_reuse's one-second delay, so reuse still shows.
+	exhaustTarget = 2 * time.Second
+	// scaledPortLow is where a scaled port range starts: below the
+	// kernel's default range, where the harness's listeners took their
+	// ports before the range was narrowed.
+	scaledPortLow  = 10000
+	minScaledPorts = 16
+)
+
+// ScalingRules describes, for sim validate --help and the docs, how a lab's
+// scenario becomes one that runs for real in seconds. The same scaled
+// scenario runs in the model, so model and measurement stay comparable.
+const ScalingRules = `How a block is scaled to run for real (the model runs the same scaled scenario):
+  1. Long timers are compressed by --compress (default ×100): keepalive_timeout,
+     pause, dns_cache_timeout, max_idle_age, max_lifetime and linger always (a 75 s
+     keep-alive becomes 750 ms); think_time when it is 1 s or more; an open loop
+     slower than one request a second is sped up by the same factor. RTT, DNS and
+     server times are not scaled: they are what is measured.
+  2. The kernel's 60 s TIME_WAIT and tcp_tw_reuse's 1 s cannot be compressed. When
+     the lab's own run reaches the end of its local port range, the range is shrunk
+     (in a private network namespace, from port 10000) so that it runs out after
+     2 s at the same connection rate instead of, say, 47 s.
+  3. Each variant is cut to at most --max-duration (default 10 s, as the model
+     predicts it) and --max-requests (default 2000); a run bounded by duration
+     becomes a run of the number of requests the model sends in that time, so
+     counts compare exactly.
+  4. tcp_tw_reuse = 2 towards a remote server (loopback = false) runs as 0:
+     every real connection here is on loopback.
+  5. Counts (num_connects, connects per worker, TIME_WAIT, EADDRNOTAVAIL, errors,
+     races) must be equal, except where several requests overlap on a pool or
+     upstream keep-alive cache: how many connections the pool grows to then
+     depends on timing, and connects/TIME_WAIT are compared within ±max(2, 10%).
+Setups by lab: php-persistent-share, port-exhaustion, idle-timeouts: worker
+processes (real OS processes) with curl-like clients calling an HTTPS/HTTP
+upstream; connection-pool: worker processes with go-redis against miniredis
+(redis-server with --real redis); nginx-keepalive: a load generator, a Go
+reverse proxy (nginx with --real nginx) and the upstream.
+Not run for real: 0-RTT (early_data; Go's crypto/tls has none).`
+
+// compressedKeys are the long timers rule 1 compresses.
+var compressedKeys = []string{"keepalive_timeout", "pause", "dns_cache_timeout", "max_idle_age", "max_lifetime", "linger"}
+
+// A VariantPlan is how one variant runs for real.
+type VariantPlan struct {
+	Name  string
+	Label string
+	// Original is the variant's scenario as the lab (and --set) gives it;
+	// Scenario is the scaled one that runs, for real and in the model.
+	Original sim.Scenario
+	Scenario sim.Scenario
+	Setup    string
+	// Scaling lists what rules changed, in words.
+	Scaling []string
+	// Skip, when set, says why the variant is not run for real.
+	Skip string
+	// Rejected is the error the scenario is refused with before any traffic
+	// (PHP's ValueError for a COOKIE share option), as the model reports it.
+	Rejected string
+	// Ports: the variant changes the port range or tcp_tw_reuse, so it
+	// needs a private network namespace.
+	Ports bool
+	// KernelTWReuse is the tcp_tw_reuse value the namespace gets.
+	KernelTWReuse int
+	// Timing: connection counts depend on how requests overlap (rule 5).
+	Timing bool
+}
+
+// Plan is how a block runs for real.
+type Plan struct {
+	Block    *lab.Block
+	Setup    string
+	Compress float64
+	Variants []*VariantPlan
+}
+
+func (o *Options) defaults() {
+	if o.Compress <= 0 {
+		o.Compress = DefaultCompress
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = DefaultMaxRequests
+	}
+	if o.MaxDuration <= 0 {
+		o.MaxDuration = DefaultMaxDuration
+	}
+}
+
+// setupOf picks the setup of a block (see LabSetups).
+func setupOf(b *lab.Block, scns []*sim.Scenario) string {
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(b.File), ".md"), ".ko")
+	if s, ok := LabSetups[name]; ok {
+		return s
+	}
+	for _, s := range scns {
+		if s != nil && s.Reuse == "upstream-keepalive" {
+			return SetupProxy
+		}
+	}
+	return SetupHTTP
+}
+
+// NewPlan scales every selected variant of b by the rules in ScalingRules.
+// It runs the model (in virtual time, milliseconds) to find out how long
+// each variant runs and whether it reaches the end of its port range.
+func NewPlan(ctx context.Context, b *lab.Block, opt Options) (*Plan, error) {
+	opt.defaults()
+	scns, errs, err := b.Scenarios(opt.Set)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range opt.Variants {
+		if b.Variant(name) == nil {
+			names := make([]string, len(b.Variants))
+			for i, v := range b.Variants {
+				names[i] = v.Name
+			}
+			return nil, fmt.Errorf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(names, ", "))
+		}
+	}
+	p := &Plan{Block: b, Setup: setupOf(b, scns), Compress: opt.Compress}
+	for i, v := range b.Variants {
+		if len(opt.Variants) > 0 && !slices.Contains(opt.Variants, v.Name) {
+			continue
+		}
+		vp := &VariantPlan{Name: v.Name, Label: v.Label, Setup: p.Setup}
+		p.Variants = append(p.Variants, vp)
+		if errs[i] != nil {
+			vp.Rejected = errs[i].Error()
+			continue
+		}
+		vp.Original = *scns[i]
+		if err := vp.scale(ctx, opt); err != nil {
+			return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, err)
+		}
+	}
+	return p, nil
+}
+
+func (vp *VariantPlan) note(format string, args ...any) {
+	vp.Scaling = append(vp.Scaling, fmt.Sprintf(format, args...))
+}
+
+func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
+	s := vp.Original
+	f := opt.Compress
+	if s.EarlyData {
+		vp.Skip = "early_data (TLS 1.3 0-RTT) cannot run for real: Go's crypto/tls has no 0-RTT"
+	}
+	// Rule 1: long timers.
+	var changed []string
+	timers := []*time.Duration{&s.KeepaliveTimeout, &s.Pause, &s.DNSCacheTimeout, &s.MaxIdleAge, &s.MaxLifetime, &s.Linger}
+	for i, d := range timers {
+		if *d == 0 {
+			continue
+		}
+		nd := time.Duration(float64(*d) / f).Round(time.Microsecond)
+		changed = append(changed, fmt.Sprintf("%s %s→%s", compressedKeys[i], sim.FormatDuration(*d), sim.FormatDuration(nd)))
+		*d = nd
+	}
+	if s.ThinkTime >= time.Second {
+		nd := time.Duration(float64(s.ThinkTime) / f).Round(time.Microsecond)
+		changed = append(changed, fmt.Sprintf("think_time %s→%s", sim.FormatDuration(s.ThinkTime), sim.FormatDuration(nd)))
+		s.ThinkTime = nd
+	}
+	if s.Load == "open" && s.Rate > 0 && s.Rate < 1 {
+		nr := s.Rate * f
+		changed = append(changed, fmt.Sprintf("rate %g→%g req/s", s.Rate, nr))
+		s.Rate = nr
+	}
+	if len(changed) > 0 {
+		vp.note("long timers ÷%g: %s", f, strings.Join(changed, ", "))
+	}
+	if vp.Setup == SetupRedis && s.SetupRTTs != 1 {
+		s.SetupRTTs = 1
+		vp.note("go-redis v9 sends HELLO on every new connection before its first command, one round trip: setup_rtts = 1, in the model too")
+	}
+	// Rule 2: the port range, from the lab's own run.
+	orig, err := sim.Run(ctx, vp.Original, sim.Options{Seed: opt.Seed})
+	if err != nil {
+		return err
+	}
+	osum := &orig.Summary
+	size := vp.Original.PortRange.Size()
+	if osum.PortErrors > 0 || osum.TimeWaitPeak+osum.OpenPeak >= size {
+		exhaust := 0.0
+		if osum.FirstPortErrorS != nil {
+			exhaust = *osum.FirstPortErrorS
+		} else if osum.DurationS > 0 && osum.Connects > 0 {
+			exhaust = float64(size) / (float64(osum.Connects) / osum.DurationS)
+		}
+		if exhaust > exhaustTarget.Seconds() {
+			n := max(minScaledPorts, int(math.Round(float64(size)*exhaustTarget.Seconds()/exhaust)))
+			s.PortRange = sim.PortRange{Lo: scaledPortLow, Hi: scaledPortLow + n - 1}
+			vp.note("ports: the lab's %d ports run out after %.3g s; TIME_WAIT (60 s) cannot be compressed, so the range is %s (%d ports, out after about %g s)",
+				size, exhaust, s.PortRange, n, exhaustTarget.Seconds())
+		}
+	}
+	vp.KernelTWReuse = s.TWReuse
+	if s.TWReuse == 2 && !s.Loopback {
+		vp.KernelTWReuse = 0
+		vp.note("tcp_tw_reuse = 2 towards a remote server behaves as 0; the real run is on loopback, so it sets 0")
+	}
+	def := sim.Default()
+	vp.Ports = s.PortRange != def.PortRange || vp.KernelTWReuse != def.TWReuse
+	// Rule 3: length, from the model's run of the scaled scenario.
+	r, err := sim.Run(ctx, s, sim.Options{Seed: opt.Seed})
+	if err != nil {
+		return err
+	}
+	sum := &r.Summary
+	limitD := opt.MaxDuration.Seconds()
+	if s.Requests == 0 || s.Duration > 0 || sum.Requests > opt.MaxRequests || sum.DurationS > limitD {
+		n := sum.Requests
+		if sum.DurationS > limitD {
+			// Cut the run where the model is at the time limit.
+			cut := s
+			cut.Requests, cut.Duration = 0, opt.MaxDuration
+			if s.Duration > 0 && s.Duration < cut.Duration {
+				cut.Duration = s.Duration
+			}
+			cr, err := sim.Run(ctx, cut, sim.Options{Seed: opt.Seed})
+			if err != nil {
+				return err
+			}
+			n = cr.Summary.Requests
+			if s.Requests > 0 {
+				n = min(n, s.Requests)
+			}
+		}
+		n = max(1, min(n, opt.MaxRequests))
+		before := fmt.Sprintf("requests = %d", vp.Original.Requests)
+		if vp.Original.Duration > 0 {
+			before += fmt.Sprintf(", duration = %s", sim.FormatDuration(vp.Original.Duration))
+		}
+		if n != vp.Original.Requests || s.Duration != 0 {
+			vp.note("length: %s → requests = %d (at most %s and %d requests per variant)", before, n, sim.FormatDuration(opt.MaxDuration), opt.MaxRequests)
+		}
+		s.Requests, s.Duration = n, 0
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	vp.Scenario = s
+	overlap := s.Load == "open" || s.Concurrency > 1
+	vp.Timing = overlap && (s.Reuse == "pool" || s.Reuse == "upstream-keepalive")
+	return nil
+}
+
+// Model runs the model on the plan's scaled scenarios: the numbers a real
+// run of the same plan is compared with. Variants that do not run for real
+// are left without a summary.
+func (p *Plan) Model(ctx context.Context, seed uint64, sink func(block, variant string, e *sim.Event)) (*lab.BlockResult, error) {
+	res := &lab.BlockResult{ID: p.Block.ID, Title: p.Block.Title, Checks: []lab.Check{}}
+	for _, vp := range p.Variants {
+		vr := &lab.VariantResult{Name: vp.Name, Label: vp.Label}
+		res.Variants = append(res.Variants, vr)
+		switch {
+		case vp.Rejected != "":
+			vr.Error = vp.Rejected
+			continue
+		case vp.Skip != "":
+			vr.Error = "not run for real: " + vp.Skip
+			continue
+		}
+		s := vp.Scenario
+		vr.Scenario = &s
+		var f func(*sim.Event)
+		if sink != nil {
+			id, name := p.Block.ID, vp.Name
+			f = func(e *sim.Event) { sink(id, name, e) }
+		}
+		r, err := sim.Run(ctx, s, sim.Options{Seed: seed, Sink: f})
+		if err != nil {
+			return nil, err
+		}
+		vr.Summary, vr.Series = &r.Summary, &r.Series
+	}
+	return res, nil
+}

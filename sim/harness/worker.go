@@ -1,0 +1,261 @@
+package harness
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+)
+
+// workerConfig is what a worker process is told when it starts.
+type workerConfig struct {
+	Setup    string       `json:"setup"`
+	Scenario sim.Scenario `json:"scenario"`
+	Worker   int          `json:"worker"` // 1-based
+	Upstream string       `json:"upstream,omitempty"`
+	DNS      string       `json:"dns,omitempty"`
+	Redis    string       `json:"redis,omitempty"`
+	CAPEM    []byte       `json:"ca,omitempty"`
+}
+
+// A worker is one PHP-like worker process (PHP-FPM child, php -S worker):
+// it serves the web requests the lab process hands it, one at a time
+// (threads = 1) or several, and owns the client state whose lifetime is the
+// process: persistent share handles by option set, or a pool.
+type worker struct {
+	cfg   workerConfig
+	sink  func(*sim.Event) // where events go: the process's stdout, or the proxy's lab process
+	res   resolver
+	roots *x509.CertPool
+	url   string
+
+	base    time.Time // the run's start, on this process's monotonic clock
+	baseSet sync.Once
+	baseFn  func() time.Time // the run's start, for a worker inside the lab process
+	conns   atomic.Int64
+
+	mu         sync.Mutex
+	persistent map[uint8]*httpClient // curl_share_init_persistent handles, by option mask
+	pool       *httpClient           // reuse = "pool"
+	redis      *redisClient          // reuse = "pool", Redis setup
+	masks      []uint8
+}
+
+func (w *worker) since(t time.Time) time.Duration {
+	if w.baseFn != nil {
+		return t.Sub(w.baseFn())
+	}
+	return t.Sub(w.base)
+}
+func (w *worker) nextConn() int     { return int(w.conns.Add(1)) }
+func (w *worker) emit(e *sim.Event) { w.sink(e) }
+
+func newWorker(cfg workerConfig, sink func(*sim.Event)) (*worker, error) {
+	w := &worker{cfg: cfg, sink: sink, res: resolver{server: cfg.DNS}, persistent: map[uint8]*httpClient{}, base: time.Now()}
+	if cfg.DNS != "" {
+		if err := CheckLoopback(cfg.DNS); err != nil {
+			return nil, err
+		}
+	}
+	for _, set := range cfg.Scenario.ShareSets {
+		m, err := sim.ShareMask(set)
+		if err != nil {
+			m = sim.ShareDNS | sim.ShareConnect | sim.ShareSSLSession
+		}
+		w.masks = append(w.masks, m)
+	}
+	switch cfg.Setup {
+	case SetupHTTP:
+		if err := CheckLoopback(cfg.Upstream); err != nil {
+			return nil, err
+		}
+		_, port, _ := net.SplitHostPort(cfg.Upstream)
+		scheme := "https"
+		if cfg.Scenario.TLS == "none" {
+			scheme = "http"
+		}
+		w.url = scheme + "://" + net.JoinHostPort(APIHost, port) + "/v1/geocode"
+		if scheme == "https" {
+			r, err := roots(cfg.CAPEM)
+			if err != nil {
+				return nil, err
+			}
+			w.roots = r
+		}
+	case SetupRedis:
+		if err := CheckLoopback(cfg.Redis); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("harness: worker: unknown setup %q", cfg.Setup)
+	}
+	return w, nil
+}
+
+// setBase fixes the run's start from the wall-clock time the lab process
+// sent (the processes share the system clock, not Go's monotonic one).
+func (w *worker) setBase(t0 int64) {
+	w.baseSet.Do(func() {
+		now := time.Now()
+		w.base = now.Add(-time.Duration(now.UnixNano() - t0))
+	})
+}
+
+// persistentFor returns the worker's persistent share handle for an option
+// mask: the same set (in any order) is the same handle.
+func (w *worker) persistentFor(mask uint8) *httpClient {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.persistent[mask]
+	if h == nil {
+		h = w.newHTTPClient()
+		w.persistent[mask] = h
+	}
+	return h
+}
+
+func (w *worker) poolClient() *httpClient {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pool == nil {
+		w.pool = w.newHTTPClient()
+	}
+	return w.pool
+}
+
+// serve runs one web request: app_time, then its calls one after another.
+// It reports whether a call failed.
+func (w *worker) serve(ctx context.Context, j *job) bool {
+	s := &w.cfg.Scenario
+	if s.AppTime > 0 {
+		SleepUntil(time.Now().Add(s.AppTime))
+	}
+	if w.cfg.Setup == SetupRedis {
+		return w.serveRedis(ctx, j)
+	}
+	var reqC *httpClient
+	request := func() *httpClient {
+		if reqC == nil {
+			reqC = w.newHTTPClient()
+		}
+		return reqC
+	}
+	mask := w.masks[(j.Req-1)%len(w.masks)]
+	failed := false
+	for n := 1; n <= s.CallsPerRequest; n++ {
+		var connO, dnsO, tlsO *httpClient
+		switch s.Reuse {
+		case "none":
+			c := w.newHTTPClient()
+			connO, dnsO, tlsO = c, c, c
+		case "process":
+			p := w.persistentFor(mask)
+			pick := func(bit uint8) *httpClient {
+				if mask&bit != 0 {
+					return p
+				}
+				return request()
+			}
+			connO, dnsO, tlsO = pick(sim.ShareConnect), pick(sim.ShareDNS), pick(sim.ShareSSLSession)
+		case "pool", "upstream-keepalive":
+			p := w.poolClient()
+			connO, dnsO, tlsO = p, p, p
+		default: // request
+			c := request()
+			connO, dnsO, tlsO = c, c, c
+		}
+		e := w.httpCall(ctx, connO, dnsO, tlsO, j.Req, n, nil)
+		w.emit(e)
+		if s.Reuse == "none" {
+			connO.closeIdle("end-of-call")
+		}
+		if e.Error != "" {
+			failed = true
+			break
+		}
+	}
+	if reqC != nil {
+		reqC.closeIdle("end-of-request")
+	}
+	return failed
+}
+
+// exit closes what the process keeps, as the kernel would at its exit, but
+// with close events.
+func (w *worker) exit() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.persistent {
+		h.closeIdle("worker-exit")
+	}
+	if w.pool != nil {
+		w.pool.closeIdle("worker-exit")
+	}
+	if w.redis != nil {
+		w.redis.close()
+	}
+}
+
+// workerMain is a worker process: a config line, then jobs, on stdin;
+// events and "done" lines on stdout. It returns when stdin ends or a job
+// says exit, after the requests in hand.
+func workerMain(stdin io.Reader, stdout io.Writer) error {
+	out := newLineWriter(stdout)
+	lr := newLineReader(stdin)
+	first, err := lr.next()
+	if err != nil {
+		return err
+	}
+	var cfg workerConfig
+	if err := json.Unmarshal(first.Config, &cfg); err != nil {
+		return fmt.Errorf("harness: worker: bad config: %v", err)
+	}
+	w, err := newWorker(cfg, func(e *sim.Event) { out.event(e) })
+	if err != nil {
+		out.send(&msg{Error: err.Error()})
+		return err
+	}
+	if err := out.send(&msg{Ready: true}); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for {
+		m, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if m.Job == nil {
+			continue
+		}
+		j := m.Job
+		w.setBase(j.T0)
+		if j.Exit {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			failed := w.serve(ctx, j)
+			out.send(&msg{Done: j.Req, Fail: failed})
+		}()
+	}
+	wg.Wait()
+	w.exit()
+	return nil
+}
+
+// redisKey is the key request n writes and reads back.
+func redisKey(n int) string { return "test:" + strconv.Itoa(n) }
