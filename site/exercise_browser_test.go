@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/connlab/connlab/sim/cli"
+	"github.com/gorilla/websocket"
 )
 
 // exerciseState is what the page shows of one exercise.
@@ -109,14 +112,14 @@ func TestBrowserExercises(t *testing.T) {
 		t.Fatalf("the right answer: %+v", x)
 	}
 	// The reveal runs the scenario in the page's widget, with the
-	// exercise's RTT: the persistent handle's 2nd call takes 22 ms there
-	// (14 ms with the block's own 12 ms).
+	// exercise's RTT: the persistent handle's calls take 22 ms there (14 ms
+	// with the block's own 12 ms).
 	var w *widgetState
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		if w, err = readWidget(ctx, "sim-across-requests"); err != nil {
 			t.Fatal(err)
 		}
-		if w.Ready && len(w.Calls["persistent"]) >= 2 {
+		if w.Ready && w.Summary["persistent"]["total_ms.p50"] != 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -124,8 +127,8 @@ func TestBrowserExercises(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if second := w.Calls["persistent"][1]; second[1] != 1 || second[3] != 0 || second[4] != 22 {
-		t.Errorf("the run shown: persistent call 2 = %v, want a reused connection and 22 ms", second)
+	if got := w.Summary["persistent"]; got["total_ms.p50"] != 22 || got["connects"] != 1 {
+		t.Errorf("the run shown: persistent %v, want 1 connection and a 22 ms median", got)
 	}
 	chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector(".site-header").style.position = "static"`))
 	if png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#exercise-warm-call"))); err == nil {
@@ -214,5 +217,155 @@ func TestBrowserExercises(t *testing.T) {
 				os.WriteFile(filepath.Join(artifacts, "exercise-en-"+strings.TrimPrefix(c.hash, "#")+".png"), png, 0o644)
 			}
 		}
+	}
+}
+
+// serveWith runs `sim serve` like serve does, with extra flags.
+func serveWith(t *testing.T, s *builtSite, extra ...string) (base string, stdout *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--public", s.public,
+		"--labs", filepath.Join(s.root, "labs") + "," + filepath.Join(s.root, "content")}, extra...)
+	go func() {
+		done <- cli.Run(ctx, &cli.Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut}, args)
+	}()
+	var addr string
+	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
+		if m := serveAddrRE.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("sim serve exited (%d): %s%s", code, out, errOut)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("sim serve printed no address: %s%s", out, errOut)
+		}
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("sim serve did not stop within 15 s of its context ending")
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("sim serve still listens on %s after it stopped", addr)
+		}
+	})
+	return "http://" + addr, out
+}
+
+// Class mode in the browser: the student joins with a name, sends a
+// prediction, sees nothing until the teacher reveals, then sees the answer,
+// their own result and the run.
+func TestBrowserClass(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	base, out := serveWith(t, s, "--class", "--class-token", "teacher-token")
+	if !strings.Contains(out.String(), "/class/teacher?token=teacher-token") {
+		t.Errorf("sim serve --class does not print the teacher's page: %s", out)
+	}
+	openLab(t, ctx, base+"/labs/php-persistent-share/")
+	if err := chromedp.Do(ctx,
+		chromedp.WaitVisible(chromedp.CSS(".ex-class input[name=name]")),
+		chromedp.SetValue(chromedp.CSS(".ex-class input[name=name]"), "  Ann \u202e"),
+		chromedp.Click(chromedp.CSS(".ex-class button[type=submit]"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector(".ex-class-status").textContent === "Joined as Ann."`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".ex-class-status").textContent`))
+		t.Fatalf("joining: %q %v", status, err)
+	}
+	if _, err := answer(ctx, "warm-call", "30"); err != nil {
+		t.Fatal(err)
+	}
+	// The server acknowledges the prediction.
+	chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#exercise-warm-call .ex-feedback").textContent !== ""`,
+		chromedp.WithPollingTimeout(20*time.Second)))
+	x, _ := readExercise(ctx, "warm-call")
+	if !strings.Contains(x.Feedback, "Waiting for the teacher") || x.Done || x.Shown {
+		t.Fatalf("a prediction in class: %+v", x)
+	}
+	// The student's page holds no answer before the reveal.
+	if k, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#exercise-warm-call .ex-keybox").textContent`)); strings.Contains(k, "22 ms") {
+		t.Errorf("the answer is on the student's page before the reveal: %q", k)
+	}
+
+	teacher, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/class/ws?teacher=teacher-token", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer teacher.Close()
+	teacher.WriteJSON(map[string]string{"type": "watch", "lab": "php-persistent-share"})
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		teacher.SetReadDeadline(deadline)
+		var st struct {
+			Type      string   `json:"type"`
+			Lab       string   `json:"lab"`
+			Names     []string `json:"names"`
+			Exercises []struct {
+				ID        string `json:"id"`
+				Histogram struct {
+					Count  int   `json:"count"`
+					Counts []int `json:"counts"`
+				} `json:"histogram"`
+			} `json:"exercises"`
+		}
+		if err := teacher.ReadJSON(&st); err != nil {
+			t.Fatalf("the teacher never saw the prediction: %v", err)
+		}
+		if st.Type == "state" && st.Lab == "php-persistent-share" && len(st.Exercises) > 0 && st.Exercises[0].Histogram.Count == 1 {
+			if len(st.Names) != 1 || st.Names[0] != "Ann" {
+				t.Errorf("names %q", st.Names)
+			}
+			break
+		}
+	}
+	teacher.WriteJSON(map[string]string{"type": "reveal", "lab": "php-persistent-share", "exercise": "warm-call"})
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("exercise-warm-call").classList.contains("ex-done")`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the reveal did not reach the page: %v", err)
+	}
+	x, _ = readExercise(ctx, "warm-call")
+	if !strings.Contains(x.Feedback, "Your prediction: 30.") || !strings.Contains(x.Reveal, "22 ms") {
+		t.Errorf("after the reveal: %+v", x)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		w, err := readWidget(ctx, "sim-across-requests")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Ready && w.Summary["persistent"]["total_ms.p50"] != 0 {
+			if got := w.Summary["persistent"]["total_ms.p50"]; got != 22 {
+				t.Errorf("the run shown: persistent total_ms.p50 = %v, want 22", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reveal did not run the block: %+v", w)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The teacher's page draws the class.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/class/teacher?token=teacher-token")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('section.ex[data-exercise="warm-call"] .answer')`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Errorf("the teacher's page: %v", err)
+	}
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		os.MkdirAll(filepath.Join(s.root, "artifacts", "browser"), 0o755)
+		os.WriteFile(filepath.Join(s.root, "artifacts", "browser", "class-teacher.png"), png, 0o644)
 	}
 }
