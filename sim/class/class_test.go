@@ -1,9 +1,11 @@
 package class
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -498,5 +500,59 @@ func TestPerStudentSeeds(t *testing.T) {
 		}
 		checkHistogram(t, toHistogram(h), rel)
 		break
+	}
+}
+
+// TestStopsWithTheServer: when `sim serve` shuts down, its base context
+// ends, and every class connection closes without Close being called.
+func TestStopsWithTheServer(t *testing.T) {
+	cat, err := LoadCatalog([]string{"../../labs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := New(Options{Catalog: cat, Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	mux := http.NewServeMux()
+	cs.Mount(mux)
+	base, stop := context.WithCancel(context.Background())
+	hs := httptest.NewUnstartedServer(mux)
+	hs.Config.BaseContext = func(net.Listener) context.Context { return base }
+	hs.Start()
+	defer hs.Close()
+	var conns []*websocket.Conn
+	for _, q := range []string{"", "", "?teacher=tok"} {
+		c, _, err := dial(t, hs, q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	conns[0].WriteJSON(map[string]any{"type": "join", "name": "a"})
+	read(t, conns[0], "joined")
+	if cs.Conns() != 3 {
+		t.Fatalf("%d connections", cs.Conns())
+	}
+	stop()
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Error("a connection stayed open after the server's context ended")
+				}
+				break
+			}
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for cs.Conns() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cs.Conns() != 0 {
+		t.Errorf("%d connections left", cs.Conns())
 	}
 }
