@@ -115,7 +115,7 @@ func TestExerciseSeed(t *testing.T) {
 // answer is the model's: for an exercise on a block's own scenario, the
 // same number `sim run --json` prints for that block.
 func TestExerciseKeyJSON(t *testing.T) {
-	out, errs, code := runSim(t, "exercise", "--key", "--json", portLab)
+	out, errs, code := runSim(t, "exercise", "--key", "--json", phpLab)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -125,7 +125,7 @@ func TestExerciseKeyJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Exercises) != 4 {
+	if len(doc.Exercises) != 6 {
 		t.Fatalf("%d exercises", len(doc.Exercises))
 	}
 	for _, e := range doc.Exercises {
@@ -135,15 +135,16 @@ func TestExerciseKeyJSON(t *testing.T) {
 			}
 		}
 	}
-	first := doc.Exercises[0]
-	sc := first["scenario"].(map[string]any)
-	if first["id"] != "first-error" || sc["block"] != "exhaust" || sc["variant"] != "rate-600" || sc["metric"] != "first_port_error_s" {
-		t.Fatalf("first exercise %v", first)
+	warm, cold := doc.Exercises[0], doc.Exercises[1]
+	sc := warm["scenario"].(map[string]any)
+	if warm["id"] != "warm-call" || sc["block"] != "across-requests" || sc["variant"] != "persistent" || sc["metric"] != "total_ms" ||
+		sc["call"] != 2.0 || sc["set"].(map[string]any)["rtt"] != "20ms" {
+		t.Fatalf("first exercise %v", warm)
 	}
-	if tol := first["tolerance"].(float64); tol < 1.4 || tol > 1.42 {
-		t.Errorf("tolerance %v, want 3%% of 47.05", tol)
+	if warm["answer"] != 22.0 || warm["tolerance"] != 2.2 {
+		t.Errorf("warm-call: %v ± %v, want 22 ± 10%%", warm["answer"], warm["tolerance"])
 	}
-	run, _, code := runSim(t, "run", "--json", "--block", "exhaust", portLab)
+	run, _, code := runSim(t, "run", "--json", "--block", "across-requests", phpLab)
 	if code != 0 {
 		t.Fatal("sim run failed")
 	}
@@ -151,13 +152,13 @@ func TestExerciseKeyJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(run), &res); err != nil {
 		t.Fatal(err)
 	}
-	want := *res.Blocks[0].Variants[0].Summary.FirstPortErrorS
-	if first["answer"].(float64) != want {
-		t.Errorf("key says %v, sim run says %v", first["answer"], want)
+	if want := res.Blocks[0].Variants[0].Summary.Total.P50; cold["id"] != "cold-call" || cold["answer"].(float64) != want {
+		t.Errorf("key says %v, sim run says %v", cold["answer"], want)
 	}
 	// The text key names the scenario and the command that reproduces it.
-	txt, _, _ := runSim(t, "exercise", "--key", portLab)
-	for _, w := range []string{"answer: 471 req/s ±5% (447 … 494)", "set rate=1000, metric throughput_rps", "run: sim run --block exhaust --set rate=1000", "← right"} {
+	txt, _, _ := runSim(t, "exercise", "--key", phpLab)
+	for _, w := range []string{"answer: 22 ms ±10% (19.8 … 24.2)", "set rtt=20ms, metric total_ms of call 2",
+		"run: sim run --block across-requests --set rtt=20ms ../../labs/php-persistent-share.md", "← right", "answer: 4\n"} {
 		if !strings.Contains(txt, w) {
 			t.Errorf("key lacks %q\n%s", w, txt)
 		}
