@@ -27,10 +27,14 @@ func (s side) String() string {
 
 // ports is the client's ephemeral port space towards the one destination of
 // a scenario: a port is free, held by an open socket, or held by a socket in
-// TIME_WAIT. Free ports are handed out oldest-freed first; with tcp_tw_reuse
-// a TIME_WAIT port older than one second is taken when no port is free.
+// TIME_WAIT. Linux's connect() (__inet_hash_connect) walks the range from
+// where it last stopped, even ports first, then odd ones: so free even ports
+// go first, oldest-freed first; once a lap over the even ports has used
+// them all, the walk comes back to the oldest sockets, and with
+// tcp_tw_reuse takes a TIME_WAIT port more than one second old before it
+// turns to an odd port; then odd ports; then EADDRNOTAVAIL.
 type ports struct {
-	free ring[int32]
+	free [2]ring[int32] // free even and odd ports
 }
 
 type twEntry struct {
@@ -48,14 +52,16 @@ type sockets struct {
 
 func (m *model) initPorts() {
 	for p := m.s.PortRange.Lo; p <= m.s.PortRange.Hi; p++ {
-		m.free.push(int32(p))
+		m.freePort(int32(p))
 	}
 }
 
+func (m *model) freePort(p int32) { m.free[p&1].push(p) }
+
 // allocPort finds a local port for connect(), or reports EADDRNOTAVAIL.
 func (m *model) allocPort() (int, bool) {
-	if m.free.len() > 0 {
-		return int(m.free.pop()), true
+	if m.free[0].len() > 0 {
+		return int(m.free[0].pop()), true
 	}
 	tw := &m.tw[sideClient]
 	if m.twReuse && tw.len() > 0 && m.now-tw.peek().at >= TWReuseDelay {
@@ -65,6 +71,9 @@ func (m *model) allocPort() (int, bool) {
 			m.emit(&m.ev)
 		}
 		return int(e.port), true
+	}
+	if m.free[1].len() > 0 {
+		return int(m.free[1].pop()), true
 	}
 	return 0, false
 }
@@ -92,7 +101,7 @@ func (m *model) timeWaitEnd(_ int32, s int32) {
 	for tw.len() > 0 && tw.peek().at+TimeWaitLen <= m.now {
 		e := tw.pop()
 		if side(s) == sideClient {
-			m.free.push(e.port)
+			m.freePort(e.port)
 		}
 		if m.socketEvents() {
 			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).String()}
@@ -136,7 +145,7 @@ func (m *model) closeConn(ci int32, first side, reason string) {
 		}
 		m.enterTimeWait(sideClient, m.now, c.port)
 	} else {
-		m.free.push(int32(c.port))
+		m.freePort(int32(c.port))
 	}
 	ow := &m.owners[c.owner]
 	ow.open--
