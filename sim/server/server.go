@@ -78,6 +78,7 @@ type Limits struct {
 	PongWait         time.Duration
 	WriteWait        time.Duration
 	HeaderTimeout    time.Duration // to read a request's headers (Serve)
+	SocketBuffer     int           // the WebSocket's kernel send buffer (SO_SNDBUF; Linux doubles it)
 }
 
 // DefaultLimits are the limits of PROTOCOL.md.
@@ -102,6 +103,7 @@ var DefaultLimits = Limits{
 	PongWait:         60 * time.Second,
 	WriteWait:        10 * time.Second,
 	HeaderTimeout:    5 * time.Second,
+	SocketBuffer:     128 << 10,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -144,6 +146,7 @@ func (l Limits) withDefaults() Limits {
 	fillD(&l.PongWait, d.PongWait)
 	fillD(&l.WriteWait, d.WriteWait)
 	fillD(&l.HeaderTimeout, d.HeaderTimeout)
+	fill(&l.SocketBuffer, d.SocketBuffer)
 	return l
 }
 
@@ -307,6 +310,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.wg.Done()
+	// Keep the kernel's share of the client's buffer small, so a page that
+	// falls behind meets the bounded queue (and its drop policy) soon,
+	// rather than a socket buffer of several MB that only delays.
+	if tc, ok := conn.NetConn().(*net.TCPConn); ok {
+		tc.SetWriteBuffer(s.limits.SocketBuffer)
+	}
 	c := newClient(s, conn)
 	if !s.hub.join(c) {
 		s.wg.Done()
