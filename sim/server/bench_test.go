@@ -155,7 +155,7 @@ func benchClients(b *testing.B, clients int, parse bool) {
 	for i := range conns {
 		conns[i] = s.dial(b)
 	}
-	var all []time.Duration
+	var all, firsts []time.Duration
 	var failed error
 	events := 0
 	var elapsed time.Duration
@@ -167,13 +167,14 @@ func benchClients(b *testing.B, clients int, parse bool) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, n, d, err := benchRun(c, runReq{Type: "run", ID: fmt.Sprint(i, "-", j), Lab: "php-persistent-share", Block: "across-requests",
+				first, n, d, err := benchRun(c, runReq{Type: "run", ID: fmt.Sprint(i, "-", j), Lab: "php-persistent-share", Block: "across-requests",
 					Params: map[string]any{"requests": 200}}, parse)
 				mu.Lock()
 				if err != nil {
 					failed = err
 				}
 				all = append(all, d...)
+				firsts = append(firsts, first)
 				events += n
 				mu.Unlock()
 			}()
@@ -187,4 +188,6 @@ func benchClients(b *testing.B, clients int, parse bool) {
 	b.ReportMetric(quantile(all, 0.5), "delay-p50-ms")
 	b.ReportMetric(quantile(all, 0.99), "delay-p99-ms")
 	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(quantile(firsts, 0.5), "first-event-ms-p50")
+	b.ReportMetric(quantile(firsts, 0.99), "first-event-ms-p99")
 }
