@@ -15,6 +15,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -285,7 +287,19 @@ func TestBrowserClass(t *testing.T) {
 		status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".ex-class-status").textContent`))
 		t.Fatalf("joining: %q %v", status, err)
 	}
-	if _, err := answer(ctx, "warm-call", "30"); err != nil {
+	// The class has a seed of its own (sim serve --class picks one): the
+	// question shows its round trip, and the answer is that plus 2 ms.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`/a round trip of \d+ms away/.test(document.querySelector("#exercise-warm-call .ex-question").textContent)`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := readExercise(ctx, "warm-call")
+	var rtt float64
+	if m := regexp.MustCompile(`a round trip of (\d+)ms away`).FindStringSubmatch(q.Question); m != nil {
+		rtt, _ = strconv.ParseFloat(m[1], 64)
+	}
+	want := rtt + 2
+	if _, err := answer(ctx, "warm-call", "300"); err != nil {
 		t.Fatal(err)
 	}
 	// The server acknowledges the prediction.
@@ -295,9 +309,10 @@ func TestBrowserClass(t *testing.T) {
 	if !strings.Contains(x.Feedback, "Waiting for the teacher") || x.Done || x.Shown {
 		t.Fatalf("a prediction in class: %+v", x)
 	}
-	// The student's page holds no answer before the reveal.
-	if k, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#exercise-warm-call .ex-keybox").textContent`)); strings.Contains(k, "22 ms") {
-		t.Errorf("the answer is on the student's page before the reveal: %q", k)
+	// The student's page shows no answer before the reveal, not even the
+	// build's key.
+	if k, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#exercise-warm-call .ex-keybox, #exercise-warm-call .ex-answer-static")].map(e => e.textContent).join("")`)); strings.Contains(k, " ms") {
+		t.Errorf("an answer is on the student's page before the reveal: %q", k)
 	}
 
 	teacher, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/class/ws?teacher=teacher-token", nil)
@@ -336,7 +351,7 @@ func TestBrowserClass(t *testing.T) {
 		t.Fatalf("the reveal did not reach the page: %v", err)
 	}
 	x, _ = readExercise(ctx, "warm-call")
-	if !strings.Contains(x.Feedback, "Your prediction: 30.") || !strings.Contains(x.Reveal, "22 ms") {
+	if !strings.Contains(x.Feedback, "Your prediction: 300.") || !strings.Contains(x.Reveal, fmt.Sprintf("%g ms", want)) {
 		t.Errorf("after the reveal: %+v", x)
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
@@ -345,8 +360,8 @@ func TestBrowserClass(t *testing.T) {
 			t.Fatal(err)
 		}
 		if w.Ready && w.Summary["persistent"]["total_ms.p50"] != 0 {
-			if got := w.Summary["persistent"]["total_ms.p50"]; got != 22 {
-				t.Errorf("the run shown: persistent total_ms.p50 = %v, want 22", got)
+			if got := w.Summary["persistent"]["total_ms.p50"]; got != want {
+				t.Errorf("the run shown: persistent total_ms.p50 = %v, want %v", got, want)
 			}
 			break
 		}

@@ -512,7 +512,7 @@ func (c *conn) join(m *message) {
 		}
 		seed := s.opt.Seed
 		if s.opt.PerStudent {
-			seed = randomSeed()
+			seed = RandomSeed()
 		}
 		stu = &student{name: name, token: newToken(), seed: seed, answers: map[exKey]answer{}}
 		s.students[stu.token] = stu

@@ -135,8 +135,8 @@ type student struct {
 	answers map[exKey]answer
 }
 
-// randomSeed picks a student's seed, 1 to 2^31.
-func randomSeed() uint64 {
+// RandomSeed picks a seed, 1 to 2^31: a class's or a student's.
+func RandomSeed() uint64 {
 	var b [4]byte
 	rand.Read(b[:])
 	return uint64(b[0])<<23 | uint64(b[1])<<15 | uint64(b[2])<<7 | uint64(b[3]>>1) + 1

@@ -527,7 +527,7 @@ func printKey(w io.Writer, l *lab.Lab, lang string, seed uint64, ins []*lab.Inst
 func classExtension() serveExtension {
 	var (
 		on         bool
-		seed       uint64
+		seedFlag   string
 		perStudent bool
 		token      string
 		maxStu     int
@@ -535,7 +535,7 @@ func classExtension() serveExtension {
 	return serveExtension{
 		flags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&on, "class", false, "class mode: students join with a name, their predictions stream to the teacher's page (/class/teacher, its address is printed), the teacher reveals")
-			fs.Uint64Var(&seed, "class-seed", 0, "class mode: the seed every student gets (0: the labs' own numbers)")
+			fs.StringVar(&seedFlag, "class-seed", "random", "class mode: the `seed` every student gets: a number (0: the labs' own numbers, as the pages and printed worksheets show them) or random")
 			fs.BoolVar(&perStudent, "class-per-student", false, "class mode: give each student a seed of their own (histograms then show predictions as % of each student's answer)")
 			fs.StringVar(&token, "class-token", "", "class mode: the teacher page's `token` (default: a random one)")
 			fs.IntVar(&maxStu, "class-max", class.DefaultLimits.MaxStudents, "class mode: most students who may join")
@@ -549,8 +549,11 @@ func classExtension() serveExtension {
 				mux.Handle("GET /exercise/api", cat.APIHandler(nil))
 				return nil
 			}
-			if seed > class.MaxSeed {
-				return usageError{fmt.Sprintf("--class-seed: at most %d", uint64(class.MaxSeed))}
+			var seed uint64
+			if seedFlag == "random" {
+				seed = class.RandomSeed()
+			} else if seed, err = class.ParseSeed(seedFlag); err != nil {
+				return usageError{"--class-seed: " + err.Error() + " or random"}
 			}
 			if maxStu < 1 || maxStu > 10000 {
 				return usageError{"--class-max: want 1 to 10000"}
@@ -566,8 +569,12 @@ func classExtension() serveExtension {
 			}
 			mux.Handle("GET /exercise/api", cat.APIHandler(func() bool { return true }))
 			cs.Mount(mux)
-			fmt.Fprintf(env.Stdout, "sim serve: class mode, %d exercises in %d labs; students open /class/, the teacher's page is %s (keep its token to yourself)\n",
-				cat.Count(), len(cat.Labs), cs.TeacherPath())
+			numbers := fmt.Sprintf("seed %d for everyone (the key: sim exercise --key --seed %d FILE)", seed, seed)
+			if perStudent {
+				numbers = "a seed per student"
+			}
+			fmt.Fprintf(env.Stdout, "sim serve: class mode, %d exercises in %d labs, %s; students open /class/, the teacher's page is %s (keep its token to yourself)\n",
+				cat.Count(), len(cat.Labs), numbers, cs.TeacherPath())
 			return nil
 		},
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -270,8 +271,18 @@ func TestServeExtension(t *testing.T) {
 		}
 	}
 	mux, printed := mount("--class", "--class-token", "secret")
-	if !strings.Contains(printed, "/class/teacher?token=secret") {
+	if !strings.Contains(printed, "/class/teacher?token=secret") || !regexp.MustCompile(`seed [1-9]\d* for everyone`).MatchString(printed) {
 		t.Errorf("printed %q", printed)
+	}
+	if _, printed := mount("--class", "--class-seed", "0"); !strings.Contains(printed, "seed 0 for everyone") {
+		t.Errorf("--class-seed 0: %q", printed)
+	}
+	ext := classExtension()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	ext.flags(fs)
+	fs.Parse([]string{"--class", "--class-seed", "-3"})
+	if err := ext.mount(http.NewServeMux(), &Env{Stdout: io.Discard, Stderr: io.Discard}, []string{"../../labs"}); err == nil || !strings.Contains(err.Error(), "--class-seed") {
+		t.Errorf("--class-seed -3: %v", err)
 	}
 	code, body = get(mux, "/exercise/api?lab=php-persistent-share")
 	resp.Exercises = nil

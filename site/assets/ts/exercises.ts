@@ -624,6 +624,16 @@ class Page {
     });
   }
 
+  // hideKeys takes the build's answers off the page in class mode: the
+  // teacher reveals them (a page's source still holds them: a class seed
+  // other than 0, sim serve's default, makes them the wrong numbers).
+  private hideKeys(): void {
+    for (const n of document.querySelectorAll(".ex-keybox, .ex-answer-static")) n.replaceChildren();
+    for (const n of document.querySelectorAll(".ex-correct")) n.classList.remove("ex-correct");
+    for (const a of document.querySelectorAll<HTMLElement>('.ex-links a[href="#exercise-key"], .ex-print-key')) a.hidden = true;
+    for (const x of this.exercises) x.use({ ...x.inst, answer: null, correct: 0, tolerance: null, answer_text: "", explain: "" }, true);
+  }
+
   find(lab: string, id: string): Exercise | undefined {
     return this.exercises.find((x) => x.lab === lab && x.id === id);
   }
@@ -671,6 +681,7 @@ class Page {
       }
     }
     if (info && info.class) {
+      this.hideKeys();
       const bar = document.querySelector<HTMLElement>(".ex-toolbar .ex-class");
       if (bar) new ClassClient(this, bar);
       return;
