@@ -84,7 +84,7 @@ func TestMain(m *testing.M) {
 }
 
 // site builds the site once; every test that reads the output calls it.
-func site(t *testing.T) *builtSite {
+func site(t testing.TB) *builtSite {
 	t.Helper()
 	siteOnce.Do(func() { siteState, siteErr = buildSite() })
 	if siteErr != nil {
@@ -247,7 +247,7 @@ func hugo(root, config string, args ...string) ([]byte, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goBin, append([]string{"tool", "hugo", "--config", config, "-s", filepath.Join(root, "site")}, args...)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "HUGO_ENVIRONMENT=production")
+	cmd.Env = os.Environ()
 	return cmd.CombinedOutput()
 }
 

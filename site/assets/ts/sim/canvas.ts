@@ -27,14 +27,20 @@ export function setup(canvas: HTMLCanvasElement, w: number, h: number): CanvasRe
   const r = Math.min(window.devicePixelRatio || 1, 3);
   const W = Math.max(1, Math.round(w * r));
   const H = Math.max(1, Math.round(h * r));
-  if (canvas.width !== W) canvas.width = W;
-  if (canvas.height !== H) canvas.height = H;
-  canvas.style.width = w + "px";
-  canvas.style.height = h + "px";
   const ctx = canvas.getContext("2d")!;
-  ctx.setTransform(r, 0, 0, r, 0, 0);
+  if (canvas.width !== W || canvas.height !== H || !canvas.dataset.size) {
+    // Resizing resets the context; its transform and font are set again
+    // only then: setting a font resolves styles, which costs a style
+    // recalculation of the page each time.
+    canvas.width = W;
+    canvas.height = H;
+    canvas.dataset.size = w + "x" + h;
+    canvas.style.width = w + "px";
+    canvas.style.height = h + "px";
+    ctx.setTransform(r, 0, 0, r, 0, 0);
+    ctx.font = FONT;
+  }
   ctx.clearRect(0, 0, w, h);
-  ctx.font = FONT;
   return ctx;
 }
 
@@ -162,6 +168,34 @@ export function hatch(ctx: CanvasRenderingContext2D, color: string): CanvasPatte
     patterns.set(key, ctx.createPattern(c, "repeat"));
   }
   return patterns.get(key) || color;
+}
+
+// Width tracks an element's content width with a ResizeObserver, so that
+// drawing never reads layout: a forced layout per chart is what makes a
+// long page stutter under a fast stream. Until the observer reports, a new
+// chart takes the width the last chart of its kind had.
+export class Width {
+  private static hint = new Map<string, number>();
+  value = 0;
+  constructor(private target: HTMLElement, onChange: () => void) {
+    new ResizeObserver((entries) => {
+      const w = Math.floor(entries[entries.length - 1].contentRect.width);
+      if (w > 0) Width.hint.set(target.className, w);
+      if (w !== this.value) {
+        this.value = w;
+        onChange();
+      }
+    }).observe(target);
+  }
+  get(fallback: number): number {
+    return this.value || Width.hint.get(this.target.className) || fallback;
+  }
+}
+
+// setHeight sets an element's CSS height, only when it changes.
+export function setHeight(e: HTMLElement, px: number): void {
+  const v = px + "px";
+  if (e.style.height !== v) e.style.height = v;
 }
 
 // el makes an element with a class and optional text.

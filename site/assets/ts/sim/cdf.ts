@@ -2,7 +2,7 @@
 // one chart, as cumulative fractions: a step up at each call's time. Two
 // populations (cold calls that connect, warm calls on a kept connection)
 // show as two steps.
-import { INK3, VARIANT, el, setup, xAxis, yAxis } from "./canvas";
+import { INK3, VARIANT, Width, el, setup, xAxis, yAxis } from "./canvas";
 import type { VariantData } from "./store";
 import { t, ms } from "./i18n";
 
@@ -12,12 +12,15 @@ export class CDF {
   root = el("div", "sim-cdf");
   private canvas = el("canvas");
   private sorted = new Map<VariantData, { n: number; v: Float64Array }>();
+  private width: Width;
+  private last: VariantData[] = [];
 
   constructor(private tip: (html: string | null, ev?: MouseEvent) => void) {
     this.canvas.setAttribute("role", "img");
     this.canvas.setAttribute("aria-label", t("w_latency"));
     this.root.append(this.canvas);
     this.canvas.addEventListener("mouseleave", () => this.tip(null));
+    this.width = new Width(this.root, () => this.render(this.last));
   }
 
   private values(d: VariantData): Float64Array {
@@ -32,7 +35,8 @@ export class CDF {
   }
 
   render(vs: VariantData[]): void {
-    const w = this.root.clientWidth || 400;
+    this.last = vs;
+    const w = this.width.get(400);
     const ctx = setup(this.canvas, w, H);
     const left = 62;
     const right = w - 14;

@@ -3,7 +3,7 @@
 // expires), with EADDRNOTAVAIL marks on top. With more sockets than rows can
 // show, it draws how many sockets are open and in TIME_WAIT over time
 // against the local port range instead: the port-exhaustion gauge.
-import { INK3, GRID, PHASE, el, hatch, rowsTitle, setup, xAxis, yAxis } from "./canvas";
+import { INK3, GRID, PHASE, Width, el, setHeight, hatch, rowsTitle, setup, xAxis, yAxis } from "./canvas";
 import type { Sock, VariantData } from "./store";
 import type { Sample } from "./types";
 import { t, ms, int } from "./i18n";
@@ -34,6 +34,7 @@ export class Timeline {
   private rowH = 16;
   private gauge = false;
   private left = 44;
+  private width: Width;
 
   constructor(private tip: (html: string | null, ev?: MouseEvent) => void, private portRange: number) {
     this.canvas.setAttribute("role", "img");
@@ -42,6 +43,7 @@ export class Timeline {
     this.scroll.addEventListener("scroll", () => this.draw(), { passive: true });
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => this.tip(null));
+    this.width = new Width(this.root, () => this.draw());
   }
 
   // render draws d over [0, hiRows] ms of run time as rows (TIME_WAIT that
@@ -56,8 +58,8 @@ export class Timeline {
     this.rowH = n <= 12 ? 16 : n <= 40 ? 9 : 4;
     this.left = this.gauge ? 62 : 44;
     const view = this.gauge ? 170 : n === 0 ? 48 : Math.min(14 + n * this.rowH, MAX_VIEW);
-    this.scroll.style.height = view + "px";
-    this.spacer.style.height = this.gauge ? "0px" : Math.max(0, 14 + n * this.rowH - view) + "px";
+    setHeight(this.scroll, view);
+    setHeight(this.spacer, this.gauge ? 0 : Math.max(0, 14 + n * this.rowH - view));
     this.root.dataset.sockets = String(n);
     this.root.dataset.view = this.gauge ? "gauge" : "rows";
     this.canvas.setAttribute("aria-label", t("w_connections") + ": " + int(n));
@@ -71,7 +73,7 @@ export class Timeline {
   draw(): void {
     const d = this.data;
     if (!d) return;
-    const w = this.root.clientWidth || 300;
+    const w = this.width.get(300);
     const view = parseFloat(this.scroll.style.height) || 48;
     const ctx = setup(this.canvas, w, view);
     if (this.gauge) this.drawGauge(ctx, d, w, view);

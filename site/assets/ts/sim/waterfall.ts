@@ -3,7 +3,7 @@
 // download), with the connection id beside each row. A call on a reused
 // connection has no DNS, connect or TLS part, so it is visibly short.
 // Rows are drawn on a canvas, only those in view, so 20,000 rows scroll.
-import { PHASE, INK, INK3, el, rowsTitle, setup, xAxis } from "./canvas";
+import { PHASE, INK, INK3, Width, el, setHeight, rowsTitle, setup, xAxis } from "./canvas";
 import type { Call, VariantData } from "./store";
 import { t, ms, int } from "./i18n";
 
@@ -26,6 +26,7 @@ export class Waterfall {
   private x: XRange = { lo: 0, hi: 1, aligned: false };
   private rowH = 20;
   private gutter = 64;
+  private width: Width;
 
   constructor(private tip: (html: string | null, ev?: MouseEvent) => void) {
     this.canvas.setAttribute("role", "img");
@@ -34,6 +35,7 @@ export class Waterfall {
     this.scroll.addEventListener("scroll", () => this.draw(), { passive: true });
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => this.tip(null));
+    this.width = new Width(this.root, () => this.draw());
   }
 
   render(d: VariantData, x: XRange): void {
@@ -42,8 +44,8 @@ export class Waterfall {
     const n = d.calls.length;
     this.rowH = rowHeight(n);
     const view = n === 0 ? 48 : Math.min(n * this.rowH, MAX_VIEW);
-    this.scroll.style.height = view + "px";
-    this.spacer.style.height = Math.max(0, n * this.rowH - view) + "px";
+    setHeight(this.scroll, view);
+    setHeight(this.spacer, Math.max(0, n * this.rowH - view));
     this.canvas.setAttribute("aria-label", t("w_waterfall") + ": " + int(n) + " " + t("m_calls"));
     this.root.dataset.rows = String(n);
     this.draw();
@@ -57,7 +59,7 @@ export class Waterfall {
   draw(): void {
     const d = this.data;
     if (!d) return;
-    const w = this.root.clientWidth || 300;
+    const w = this.width.get(300);
     const view = parseFloat(this.scroll.style.height) || 48;
     const ctx = setup(this.canvas, w, view);
     const calls = d.calls;

@@ -48,6 +48,7 @@ export class Widget {
   private summaryDirty = true;
   private events = 0;
   private dropped = 0;
+  private callsStale = true; // the calls table does not show the last run yet
   private finishedRun = false; // a run ended; the next drawing completes it
   private alignSet = false; // the reader chose; until then, many rows align
   private defaults = true; // the run uses the block's own parameters
@@ -61,7 +62,6 @@ export class Widget {
     this.cmdEl = el("code", "sim-cmd-text");
     this.build();
     this.fromBuild();
-    new ResizeObserver(() => this.schedule()).observe(this.panesEl);
   }
 
   private build(): void {
@@ -144,6 +144,10 @@ export class Widget {
     sumBox.append(el("p", "sim-section", t("w_summary")), this.summaryEl, this.checksEl);
     bottom.append(cdfBox, sumBox);
     this.callsEl.append(el("summary", "", t("w_calls_table")));
+    // The table is built when opened: thousands of rows are costly DOM.
+    this.callsEl.addEventListener("toggle", () => {
+      if (this.callsEl.open && this.callsStale) this.renderCalls();
+    });
     this.tipEl.hidden = true;
     this.tipEl.setAttribute("role", "tooltip");
 
@@ -173,7 +177,13 @@ export class Widget {
     this.schedule();
   }
 
+  // setPanes shows vs side by side. The same variants as shown keep their
+  // charts (new canvases cost a style recalculation each); others get new.
   private setPanes(vs: VariantData[]): void {
+    if (vs.length === this.panes.length && vs.every((d, k) => d.name === this.panes[k].d.name && d.label === this.panes[k].d.label)) {
+      vs.forEach((d, k) => (this.panes[k].d = d));
+      return;
+    }
     this.panes = vs.map((d, k) => {
       const root = el("section", "sim-pane");
       root.dataset.variant = d.name;
@@ -239,6 +249,8 @@ export class Widget {
     this.notes.replaceChildren();
     this.checks = null;
     this.setPanes(this.data.variants.map((v) => new VariantData(v.name, v.label, v.settings)));
+    this.renderCalls(); // empties the table until this run is done
+    this.callsStale = true;
     this.fig.dataset.state = "running";
     this.cancelBtn.hidden = false;
     this.setStatus(this.real ? t("w_running_real") : t("w_running"));
@@ -331,7 +343,8 @@ export class Widget {
         const elapsed = num(m.elapsed_ms || 0);
         this.setStatus(this.real ? t("w_done_real", { ms: elapsed }) : t("w_done", { events: int(this.events), ms: elapsed }), false, "done");
         this.summaryDirty = true;
-        this.renderCalls();
+        this.callsStale = true;
+        if (this.callsEl.open) this.renderCalls();
         break;
       }
       case "error": {
@@ -364,12 +377,14 @@ export class Widget {
     this.status.dataset.state = state;
   }
 
-  // schedule draws at the next animation frame, and no more often than the
-  // last drawing's cost allows, so a fast stream never starves the page.
+  // schedule draws at the next animation frame; while a run streams, at
+  // most ten times a second and no more often than the last drawing's cost
+  // allows, so a fast stream never starves the page.
   private schedule(): void {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
-      const wait = this.drawCost * 4 - (performance.now() - this.lastDraw);
+      const gap = this.runId ? Math.max(100, this.drawCost * 4) : 0;
+      const wait = gap - (performance.now() - this.lastDraw);
       if (wait > 0) {
         this.frame = 0;
         setTimeout(() => this.schedule(), wait);
@@ -416,6 +431,7 @@ export class Widget {
   // renderCalls lists the calls of each variant as a table: the waterfall's
   // numbers, readable and copyable.
   private renderCalls(): void {
+    this.callsStale = false;
     const keep = this.callsEl.querySelector("summary")!;
     this.callsEl.replaceChildren(keep);
     for (const p of this.panes) {
