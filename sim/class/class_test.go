@@ -3,6 +3,7 @@ package class
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -554,5 +555,33 @@ func TestStopsWithTheServer(t *testing.T) {
 	}
 	if cs.Conns() != 0 {
 		t.Errorf("%d connections left", cs.Conns())
+	}
+}
+
+// TestPages: the students' landing page links every lab with exercises in
+// both languages; /class/info says class mode is on.
+func TestPages(t *testing.T) {
+	_, hs := testClass(t, Options{PerStudent: true})
+	get := func(path string) (int, string) {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		io.Copy(&b, resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	code, body := get("/class/")
+	for _, want := range []string{`href="/labs/php-persistent-share/#exercise-list"`, `href="/ko/labs/port-exhaustion/#exercise-list"`, `maxlength="32"`} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/class/: %d, lacks %s", code, want)
+		}
+	}
+	if code, body := get("/class/info"); code != 200 || !strings.Contains(body, `"per_student":true`) {
+		t.Errorf("/class/info: %d %s", code, body)
+	}
+	if code, _ := get("/class/teacher"); code != 403 {
+		t.Errorf("the teacher's page without a token: %d", code)
 	}
 }
