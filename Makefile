@@ -13,13 +13,22 @@ build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
 
 # Numbers the pages print come from the model: every page's ```sim blocks
-# run here, and the build stops if an expectation is not met.
+# run here (site/data/results/PAGE.json, with their time series), and the
+# build stops if an expectation is not met. Pages with ```exercise blocks
+# get the teacher's key (site/data/exercises/PAGE.json). Each file is
+# written whole or not at all.
 data: build
-	@mkdir -p site/data/results
-	$(BIN) params --json > site/data/params.json
+	@mkdir -p site/data/results site/data/exercises
+	@tmp=$$(mktemp) && $(BIN) params --json > $$tmp && mv $$tmp site/data/params.json || { rm -f $$tmp; exit 1; }
 	@for f in $(PAGES); do \
+	  n=$$(basename $$f .md); \
 	  if grep -q '^```sim' $$f; then \
-	    $(BIN) run --json --series $$f > site/data/results/$$(basename $$f .md).json || exit 1; \
+	    echo "sim run --json --series $$f"; \
+	    tmp=$$(mktemp) && $(BIN) run --json --series $$f > $$tmp && mv $$tmp site/data/results/$$n.json || { rm -f $$tmp; exit 1; }; \
+	  fi; \
+	  if grep -q '^```exercise' $$f; then \
+	    echo "sim exercise --key --json $$f"; \
+	    tmp=$$(mktemp) && $(BIN) exercise --key --json $$f > $$tmp && mv $$tmp site/data/exercises/$$n.json || { rm -f $$tmp; exit 1; }; \
 	  fi; \
 	done
 
@@ -27,6 +36,15 @@ site: data
 	$(HUGO) --gc --minify -s site -d ../public
 
 serve: site
+	$(BIN) serve --addr $(ADDR) --public public
+
+# For authors: Hugo rebuilds public/ on every change to a page, layout or
+# widget while sim serve serves it with live runs; reload the browser. The
+# model's numbers are computed once: run `make data` again after changing a
+# ```sim block. Ctrl-C stops both.
+dev: data
+	@trap 'kill $$hugo 2>/dev/null; wait $$hugo 2>/dev/null' EXIT INT TERM; \
+	$(HUGO) build --watch --gc -s site -d ../public & hugo=$$!; \
 	$(BIN) serve --addr $(ADDR) --public public
 
 vet:

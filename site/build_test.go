@@ -113,11 +113,13 @@ func buildSite() (*builtSite, error) {
 	return s, nil
 }
 
-// writeData does what `make data` does, into s.data: the scenario keys and
-// every page's results, with the same sim command.
+// writeData does what `make data` does, into s.data: the scenario keys,
+// every page's results and its exercises' key, with the same sim command.
 func (s *builtSite) writeData() error {
-	if err := os.MkdirAll(filepath.Join(s.data, "results"), 0o755); err != nil {
-		return err
+	for _, d := range []string{"results", "exercises"} {
+		if err := os.MkdirAll(filepath.Join(s.data, d), 0o755); err != nil {
+			return err
+		}
 	}
 	params, err := simCLI("params", "--json")
 	if err != nil {
@@ -137,10 +139,19 @@ func (s *builtSite) writeData() error {
 			if err != nil {
 				return err
 			}
+			name := strings.TrimSuffix(filepath.Base(f), ".md")
+			if slices.ContainsFunc(l.Fences, func(fc *lab.Fence) bool { return fc.Lang == "exercise" }) {
+				key, err := simCLI("exercise", "--key", "--json", f)
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(s.data, "exercises", name+".json"), key, 0o644); err != nil {
+					return err
+				}
+			}
 			if len(l.Blocks) == 0 {
 				continue
 			}
-			name := strings.TrimSuffix(filepath.Base(f), ".md")
 			out, err := simCLI("run", "--json", "--series", f)
 			if err != nil {
 				return err
