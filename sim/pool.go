@@ -253,8 +253,24 @@ func (m *model) serverIdle(ci, gen int32) {
 		return
 	}
 	c.timerAt = 0
-	if c.state != connIdle || c.srvClosed {
+	if c.state != connIdle {
 		return // busy: release schedules the timer again
+	}
+	if c.srvClosed {
+		// The server's FIN has reached the client. Go's Transport and
+		// nginx watch idle connections and drop a closed one at once; curl
+		// notices on its next use.
+		if m.policy == polPool || m.policy == polUpstream {
+			ow := &m.owners[c.owner]
+			for i, x := range ow.idle {
+				if x == ci {
+					ow.idle = append(ow.idle[:i], ow.idle[i+1:]...)
+					break
+				}
+			}
+			m.closeConn(ci, sideServer, "dead")
+		}
+		return
 	}
 	if deadline := c.srvIdleAt + m.s.KeepaliveTimeout; m.now < deadline {
 		c.timerAt = deadline
@@ -263,15 +279,6 @@ func (m *model) serverIdle(ci, gen int32) {
 	}
 	m.serverClose(ci, m.now, "idle-timeout")
 	if m.policy == polPool || m.policy == polUpstream {
-		// Go's Transport and nginx watch idle connections and drop a closed
-		// one at once; curl notices on its next use.
-		ow := &m.owners[c.owner]
-		for i, x := range ow.idle {
-			if x == ci {
-				ow.idle = append(ow.idle[:i], ow.idle[i+1:]...)
-				break
-			}
-		}
-		m.closeConn(ci, sideServer, "dead")
+		m.schedule(m.now+m.half, evServerIdle, ci, c.gen) // when the FIN arrives
 	}
 }

@@ -124,16 +124,23 @@ func (m *model) serverClose(ci int32, at time.Duration, reason string) {
 		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: "server", Reason: reason}
 		m.emit(&m.ev)
 	}
-	m.enterTimeWait(sideServer, at, 0)
 }
 
 // closeConn ends connection ci. If the client closes first it holds the
 // TIME_WAIT and its port; if the server closed first (or closes now), the
-// server holds it and the client's port is free at once.
+// server holds it, from when the client's FIN answers, and the client's
+// port is free at once. A request that reaches a server that has closed
+// (reason "reset") is answered with a reset, which ends the server's socket
+// without a TIME_WAIT.
 func (m *model) closeConn(ci int32, first side, reason string) {
 	c := &m.conns[ci]
-	if first == sideServer && !c.srvClosed {
-		m.serverClose(ci, m.now, reason)
+	if first == sideServer {
+		if !c.srvClosed {
+			m.serverClose(ci, m.now, reason)
+		}
+		if reason != "reset" {
+			m.enterTimeWait(sideServer, m.now, 0)
+		}
 	}
 	c.state = connClosed
 	c.gen++
