@@ -33,11 +33,15 @@ function start(): void {
     w.setParams(d.params || {});
     void w.run(d.mode === "real" ? "real" : "model");
   });
-  // Find out early whether a server answers, so the page can say so.
+  // Find out early whether a server answers, so the page can say so; with
+  // one, the small blocks run at once, so the page opens on live results.
   if (widgets.size) {
     void socket.connect().then((ok) => {
       document.documentElement.dataset.simServer = ok ? "live" : "none";
-      if (!ok) for (const w of widgets.values()) w.noServer();
+      for (const w of widgets.values()) {
+        if (!ok) w.noServer();
+        else if (w.small() && w.idle()) void w.run("model");
+      }
     });
   }
   (window as unknown as { connlabSim: unknown }).connlabSim = { widgets, socket };

@@ -113,6 +113,20 @@ export class VariantData {
     }
   }
 
+  // addMedian adds one row drawn from a summary's medians (curl's
+  // cumulative times, each the median over the calls): what the page shows
+  // of a variant before any run. Its req is 0, so the waterfall labels it.
+  addMedian(s: Summary): void {
+    const p50 = (k: string) => ((s[k] as { p50?: number } | undefined)?.p50 ?? 0);
+    const total = p50("total_ms");
+    this.addCall({
+      kind: "call", at_ms: total, req: 0, call: 1, start_ms: 0, new_conn: p50("connect_ms") > 0,
+      namelookup_ms: p50("namelookup_ms"), connect_ms: p50("connect_ms"), appconnect_ms: p50("appconnect_ms"),
+      starttransfer_ms: p50("starttransfer_ms"), total_ms: total,
+    });
+    this.events = 0;
+  }
+
   private addCall(e: Ev): void {
     const start = e.start_ms || 0;
     const c: Call = {

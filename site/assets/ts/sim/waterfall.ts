@@ -106,7 +106,7 @@ export class Waterfall {
       call = Math.max(call, c.call);
       conn = Math.max(conn, c.conn);
     }
-    const a = ctx.measureText("#" + req + (call > 1 ? "." + call : "")).width;
+    const a = Math.max(ctx.measureText("p50").width, ctx.measureText("#" + req + (call > 1 ? "." + call : "")).width);
     const b = conn ? ctx.measureText("● c" + conn).width : 0;
     return Math.ceil(4 + a + 8 + b + 8);
   }
@@ -147,7 +147,7 @@ export class Waterfall {
     ctx.textBaseline = "middle";
     ctx.textAlign = "left";
     ctx.fillStyle = INK;
-    ctx.fillText("#" + c.req + (c.call > 1 ? "." + c.call : ""), 4, y);
+    ctx.fillText(c.req ? "#" + c.req + (c.call > 1 ? "." + c.call : "") : "p50", 4, y);
     if (c.conn) {
       ctx.textAlign = "right";
       ctx.fillStyle = c.newConn ? "#a86a00" : INK3;
@@ -197,7 +197,7 @@ export function callTip(c: Call): string {
     add("ph_wait", PHASE.wait, c.ttfb - ready);
     add("ph_download", PHASE.download, c.total - Math.max(ready, c.ttfb));
   }
-  const head = "#" + c.req + (c.call > 1 ? "." + c.call : "") + (c.worker ? " · worker " + c.worker : "") +
+  const head = (c.req ? "#" + c.req + (c.call > 1 ? "." + c.call : "") : t("w_median")) + (c.worker ? " · worker " + c.worker : "") +
     (c.conn ? " · c" + c.conn : "");
   const kind = c.error ? `<span class="bad">${esc(c.error)}</span>` :
     c.newConn ? t("w_new_conn") + (c.handshake ? " · " + t("w_handshake") + ": " + esc(c.handshake) : "") : t("w_reused");

@@ -167,6 +167,7 @@ export class Widget {
         d.summary = b.summary || null;
         d.error = b.error || "";
         d.series = b.series && b.series.length ? b.series : null;
+        if (b.summary && b.summary.calls > 0) d.addMedian(b.summary);
       }
       return d;
     });
@@ -209,6 +210,20 @@ export class Widget {
     return this.panes.find((p) => p.d.name === name)?.d;
   }
 
+  // small reports whether the block is cheap enough to run on its own when
+  // the page opens: few calls in the build-time results.
+  small(): boolean {
+    const vs = this.data.results?.variants || [];
+    let calls = 0;
+    for (const v of vs) calls += v.summary?.calls || 0;
+    return vs.length > 0 && calls <= 200;
+  }
+
+  // idle reports whether no run was started yet or is under way.
+  idle(): boolean {
+    return !this.runId && !this.fig.dataset.ready;
+  }
+
   // noServer says that no server answered, unless a run is under way.
   noServer(): void {
     if (!this.runId) this.setStatus(t("w_noserver"), false, "noserver");
@@ -226,6 +241,11 @@ export class Widget {
     }
     this.controls.clearMarks();
     if (this.runId) this.cancel(true);
+    // Synchronously, so that whoever pressed Run sees the last run's marks
+    // gone at once.
+    delete this.fig.dataset.ready;
+    delete this.fig.dataset.events;
+    delete this.fig.dataset.dropped;
     this.setStatus(t("w_connecting"));
     const ok = await socket.connect();
     if (!ok) {
@@ -243,9 +263,6 @@ export class Widget {
     this.runId = id;
     this.events = 0;
     this.dropped = 0;
-    delete this.fig.dataset.dropped;
-    delete this.fig.dataset.events;
-    delete this.fig.dataset.ready;
     this.notes.replaceChildren();
     this.checks = null;
     this.setPanes(this.data.variants.map((v) => new VariantData(v.name, v.label, v.settings)));
