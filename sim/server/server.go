@@ -63,7 +63,7 @@ type Limits struct {
 	ModelRequests    int   // requests of one variant in model mode
 	ModelEvents      int   // events streamed per variant in model mode
 	ModelRunTime     time.Duration
-	ModelRuns        int // model runs at once on the whole server (default: 2 per core, at least 4)
+	ModelRuns        int // model runs at once on the whole server (default: one per core, at least 2)
 	RealRequests     int
 	RealDuration     time.Duration // longest real run, and the longest duration key
 	RealRTT          time.Duration
@@ -109,7 +109,7 @@ var DefaultLimits = Limits{
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
 	if d.ModelRuns == 0 {
-		d.ModelRuns = max(4, 2*runtime.GOMAXPROCS(0))
+		d.ModelRuns = max(2, runtime.GOMAXPROCS(0))
 	}
 	fill := func(v *int, def int) {
 		if *v <= 0 {
