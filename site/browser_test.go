@@ -531,3 +531,100 @@ func TestBrowserNoServer(t *testing.T) {
 		t.Errorf("copy command %q (%v)", cmd, err)
 	}
 }
+
+// Another widget of the page asks for a run with connlab:run: the sim
+// widget sets its controls, runs with those parameters (no expectations
+// then, they describe the block as written) and shows the model's numbers
+// for them. A value the server refuses marks its control.
+func TestBrowserPageEvents(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	base := serve(t, s)
+	var p sitePage
+	for _, q := range s.pages {
+		if q.name == "php-persistent-share" && q.lang == "en" {
+			p = q
+		}
+	}
+	b, err := p.lab.Block("across-requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+p.url)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simServer === "live"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	// What the model gives for rtt = 20ms.
+	set, err := lab.ParseSetting("rtt=20ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{}
+	for _, v := range b.Variants {
+		scn, err := b.Scenario(v, []lab.Setting{set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := sim.Run(context.Background(), scn, sim.Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[v.Name] = r.Summary.Total.P50
+	}
+	id := "sim-across-requests"
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("sim-across-requests").scrollIntoView();
+document.dispatchEvent(new CustomEvent("connlab:run", {detail: {block: "across-requests", params: {rtt: "20ms"}, mode: "model"}}))`)); err != nil {
+		t.Fatal(err)
+	}
+	var w *widgetState
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if w, err = readWidget(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if w.Ready || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !w.Ready {
+		t.Fatalf("connlab:run did not run the block: %q", w.Status)
+	}
+	for v, p50 := range want {
+		if got := w.Summary[v]["total_ms.p50"]; got != p50 {
+			t.Errorf("after connlab:run with rtt=20ms, %s's median call is %v, the model gives %v", v, got, p50)
+		}
+	}
+	if len(w.Checks) != 0 {
+		t.Errorf("a run with other parameters shows %d expectations; they describe the block as written", len(w.Checks))
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify([document.getElementById("sim-across-requests-rtt").value, document.querySelector("#sim-across-requests .sim-cmd-text").textContent])`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != `["20ms","go run ./sim/cmd/sim run --block across-requests --set rtt=20ms labs/php-persistent-share.md"]` {
+		t.Errorf("rtt control and command after connlab:run: %s", got)
+	}
+
+	// The server refuses a run of more requests than it streams; the
+	// requests control is marked and the status says why.
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#sim-across-requests-requests"), "300000"),
+		chromedp.Click(chromedp.CSS("#"+id+" .sim-run"))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const f = document.getElementById("sim-across-requests");
+const st = f.querySelector(".sim-status"); if (st.dataset.state !== "error") return false;
+return JSON.stringify({status: st.textContent, invalid: f.querySelector("#sim-across-requests-requests").closest(".sim-field").classList.contains("invalid")}); })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if err != nil {
+		t.Fatalf("no error shown for requests = 300000: %v", err)
+	}
+	var e struct {
+		Status  string
+		Invalid bool
+	}
+	json.Unmarshal([]byte(res), &e)
+	if !e.Invalid || !strings.Contains(e.Status, "requests") {
+		t.Errorf("requests = 300000: control marked %v, status %q; want the control marked and the reason", e.Invalid, e.Status)
+	}
+}
