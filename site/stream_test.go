@@ -12,7 +12,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,11 +87,15 @@ func (f *fakeStream) handler(public string) http.Handler {
 		}
 		defer c.Close()
 		for {
-			var m struct{ Type, ID string }
+			var m struct{ Type, ID, Mode string }
 			if err := c.ReadJSON(&m); err != nil {
 				return
 			}
 			if m.Type != "run" {
+				continue
+			}
+			if m.Mode == "real" {
+				f.real(c, m.ID)
 				continue
 			}
 			f.run(c, m.ID)
@@ -128,6 +136,40 @@ func (f *fakeStream) run(c *websocket.Conn, id string) {
 			"first_port_error_s": nil, "recovered_s": nil, "total_ms": map[string]any{"p50": 0.3, "p90": 1.2, "p99": 1.2, "mean": 0.525}}})
 	}
 	c.WriteJSON(map[string]any{"type": "done", "id": id, "variants": done, "checks": []any{}, "elapsed_ms": float64(time.Since(begin).Microseconds()) / 1000})
+}
+
+// real answers a real run as PROTOCOL.md says sim serve does: queued, then
+// started, events, a periodic stats, and a done whose variants carry the
+// model's summary and the phase comparison beside the measurement.
+func (f *fakeStream) real(c *websocket.Conn, id string) {
+	c.WriteJSON(map[string]any{"type": "queued", "id": id, "position": 1})
+	time.Sleep(300 * time.Millisecond)
+	var vs []map[string]string
+	for v := 0; v < f.variants; v++ {
+		vs = append(vs, map[string]string{"name": "v" + strconv.Itoa(v+1), "label": "variant " + strconv.Itoa(v+1)})
+	}
+	c.WriteJSON(map[string]any{"type": "started", "id": id, "mode": "real", "variants": vs, "params": map[string]any{}})
+	summary := func(p50 float64, calls int) map[string]any {
+		return map[string]any{"requests": calls, "calls": calls, "connects": calls / 4, "reused": calls - calls/4, "errors": 0,
+			"port_errors": 0, "races": 0, "time_wait_peak": calls / 4, "server_time_wait_peak": 0, "open_peak": 1,
+			"throughput_rps": 100, "duration_s": 1, "first_port_error_s": nil, "recovered_s": nil,
+			"total_ms": map[string]any{"p50": p50, "p90": p50 * 2, "p99": p50 * 3, "mean": p50}}
+	}
+	var done []map[string]any
+	for v, m := range vs {
+		f.events(func(batch []byte, n int) {
+			c.WriteMessage(websocket.TextMessage, []byte(`{"type":"events","id":`+strconv.Quote(id)+`,"variant":`+strconv.Quote(m["name"])+`,"events":[`+string(batch)+`]}`))
+		})
+		p50 := []float64{0.33, 0.43, 0.53, 0.63}[v%4]
+		measured := summary(p50, f.calls)
+		c.WriteJSON(map[string]any{"type": "stats", "id": id, "variant": m["name"], "summary": measured})
+		done = append(done, map[string]any{"name": m["name"], "label": m["label"], "summary": measured, "error": "",
+			"model": summary(0.3, f.calls), "compare": []map[string]any{
+				{"phase": "connect_ms", "model_ms": 0.5, "measured_ms": 0.52, "error_pct": 4, "ok": true},
+				{"phase": "total_ms", "model_ms": 0.3, "measured_ms": p50, "error_pct": (p50 - 0.3) / 0.3 * 100, "ok": v == 0},
+			}})
+	}
+	c.WriteJSON(map[string]any{"type": "done", "id": id, "variants": done, "checks": []any{}, "elapsed_ms": 1234.5})
 }
 
 // streamResult is what one streamed run did to the page.
@@ -266,4 +308,64 @@ func BenchmarkWidgetStream(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)/took.Seconds(), "events/s")
 	b.ReportMetric(longest, "longest-task-ms")
+}
+
+// A real run (here from a stand-in with the server's messages): the page
+// says it is queued, then shows each measurement with the model's value and
+// the error beside it, and the phase comparison.
+func TestBrowserRealRun(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	f := &fakeStream{variants: 2, calls: 40}
+	base := listenFake(t, s, f)
+	p := firstLabPage(t, s)
+	id := "sim-" + p.lab.Blocks[0].ID
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+p.url)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simServer === "live"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__statuses = [];
+new MutationObserver(() => __statuses.push(document.querySelector("#%s .sim-status").textContent)).observe(document.querySelector("#%s .sim-status"), {childList: true, characterData: true, subtree: true});`, id, id)),
+		chromedp.Click(chromedp.CSS("#"+id+" .sim-run-real"))); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(`(() => { const f = document.getElementById(%q); if (f.dataset.ready !== "1") return false;
+return JSON.stringify({statuses: __statuses, models: f.querySelectorAll(".sim-summary td .model").length, errs: [...f.querySelectorAll(".sim-summary td .err")].map(e => e.textContent),
+  compare: f.querySelectorAll(".sim-compare tbody tr").length, bad: f.querySelectorAll(".sim-compare tbody tr.bad").length,
+  measured: +f.querySelector('.sim-summary tr[data-metric="total_ms.p50"] td[data-variant="v2"]').dataset.value}); })()`, id), chromedp.WithPollingTimeout(60*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#"+id+" .sim-bottom"))); err == nil {
+		os.MkdirAll(filepath.Join(s.root, "artifacts", "browser"), 0o755)
+		os.WriteFile(filepath.Join(s.root, "artifacts", "browser", "real-run-summary.png"), png, 0o644)
+	}
+	var got struct {
+		Statuses []string
+		Models   int
+		Errs     []string
+		Compare  int
+		Bad      int
+		Measured float64
+	}
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got.Statuses, func(s string) bool { return strings.Contains(s, "Queued") && strings.Contains(s, "1") }) {
+		t.Errorf("the page never said the run was queued: %q", got.Statuses)
+	}
+	if got.Models == 0 || len(got.Errs) == 0 {
+		t.Errorf("no model values or errors beside the measurements (%d, %v)", got.Models, got.Errs)
+	}
+	if !slices.Contains(got.Errs, "+43%") {
+		t.Errorf("v2's median call (0.43 ms measured, 0.3 ms modelled) should show +43%%: %v", got.Errs)
+	}
+	if got.Measured != 0.43 {
+		t.Errorf("v2's measured median is %v, want the stats' 0.43", got.Measured)
+	}
+	if got.Compare != 4 || got.Bad != 1 {
+		t.Errorf("phase comparison: %d rows, %d out of tolerance; want 4 and 1", got.Compare, got.Bad)
+	}
 }
