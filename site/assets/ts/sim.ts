@@ -44,6 +44,17 @@ function start(): void {
       }
     });
   }
+  // A printed lab (a worksheet) shows each scenario's TOML.
+  const opened: HTMLDetailsElement[] = [];
+  window.addEventListener("beforeprint", () => {
+    for (const d of document.querySelectorAll<HTMLDetailsElement>("figure.sim details.sim-source:not([open])")) {
+      d.open = true;
+      opened.push(d);
+    }
+  });
+  window.addEventListener("afterprint", () => {
+    for (const d of opened.splice(0)) d.open = false;
+  });
   (window as unknown as { connlabSim: unknown }).connlabSim = { widgets, socket };
 }
 
