@@ -559,9 +559,9 @@ func (r *run) execReal() error {
 }
 
 // DefaultCompare sets each phase's median against the model's: a phase is
-// within tolerance when it differs by at most 20 % or 2 ms, whichever is
-// larger. sim validate's own rule replaces it when the harness provides one
-// (Options.Compare).
+// within tolerance when it differs by at most 5 % or 0.5 ms, whichever is
+// larger (sim validate's default rule, harness.DefaultTolerance).
+// Options.Compare replaces it, e.g. with harness.ComparePhases.
 func DefaultCompare(model, measured *sim.Summary) []CompareRow {
 	phases := []struct {
 		name   string
@@ -580,7 +580,7 @@ func DefaultCompare(model, measured *sim.Summary) []CompareRow {
 		if p.mo.P50 != 0 {
 			row.ErrorPct = math.Round(1000*diff/p.mo.P50) / 10
 		}
-		row.OK = math.Abs(diff) <= max(0.2*p.mo.P50, 2)
+		row.OK = math.Abs(diff) <= max(0.05*p.mo.P50, 0.5)
 		rows = append(rows, row)
 	}
 	return rows
