@@ -63,6 +63,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	compress := fs.Float64("compress", harness.DefaultCompress, "divide long timers (keep-alive, pauses, idle ages) by this factor")
 	maxReq := fs.Int("max-requests", harness.DefaultMaxRequests, "at most this many requests per variant")
 	maxDur := fs.Duration("max-duration", harness.DefaultMaxDuration, "at most this long per variant, as the model predicts it")
+	maxRate := fs.Float64("max-rate", harness.DefaultMaxRate, "slow an open loop down to at most this many requests a second")
 	pos, err := parse(c, env, fs, args)
 	if err != nil {
 		return err
@@ -93,6 +94,8 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 		return usageError{"--max-requests: want 1 to 100000"}
 	case *maxDur <= 0 || *maxDur > time.Hour:
 		return usageError{"--max-duration: want a duration up to 1h"}
+	case *maxRate < 1 || *maxRate > 100000:
+		return usageError{"--max-rate: want 1 to 100000"}
 	}
 	var overrides []lab.Setting
 	for _, kv := range sets {
@@ -118,7 +121,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 		blocks = []*lab.Block{b}
 	}
 	opt := harness.Options{Set: overrides, Variants: variants, Seed: *seed, Real: realParts,
-		Compress: *compress, MaxRequests: *maxReq, MaxDuration: *maxDur, Progress: newProgress(env.Stderr)}
+		Compress: *compress, MaxRequests: *maxReq, MaxDuration: *maxDur, MaxRate: *maxRate, Progress: newProgress(env.Stderr)}
 	// Check every block's plan before running any, so bad input never
 	// leaves a half-written result.
 	for _, b := range blocks {

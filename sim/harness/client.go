@@ -57,6 +57,13 @@ type clientConn struct {
 	peerEOF   atomic.Bool
 	closed    atomic.Bool
 	closeOnce sync.Once
+	// lazy: curl's semantics. curl does not watch idle connections: when
+	// the server closes one, its socket waits (in CLOSE_WAIT) until the
+	// handle next looks at it. Go's Transport closes it at once, so its
+	// Close only marks the connection dead; the handle closes it later
+	// (forced). Pools (Go, nginx) close at once.
+	lazy   bool
+	forced atomic.Bool
 }
 
 func (c *clientConn) Read(p []byte) (int, error) {
@@ -69,6 +76,9 @@ func (c *clientConn) Read(p []byte) (int, error) {
 
 func (c *clientConn) Close() error {
 	c.closed.Store(true)
+	if c.lazy && c.peerEOF.Load() && !c.forced.Load() {
+		return nil // dead; the handle closes it when it next looks
+	}
 	c.closeOnce.Do(func() {
 		by, reason := "client", c.reason()
 		if c.peerEOF.Load() {
@@ -132,6 +142,10 @@ func (e *entry) closeReason() string {
 // closeBy closes the entry's connection from the client side.
 func (e *entry) closeBy(reason string) {
 	e.reason.Store(reason)
+	if c := e.conn.Load(); c != nil {
+		c.forced.Store(true)
+		c.Close() // now: the Transport may not have taken the connection back yet
+	}
 	e.tr.CloseIdleConnections()
 }
 
@@ -185,6 +199,7 @@ func (h *httpClient) acquire(ctx context.Context) (*entry, error) {
 		switch {
 		case e.dead():
 			h.open--
+			e.closeBy("closed") // curl finds the server closed it, and closes its side
 		case s.MaxIdleAge > 0 && now.Sub(e.lastUsed) > s.MaxIdleAge:
 			h.open--
 			e.closeBy("max-idle-age")
@@ -226,6 +241,7 @@ func (h *httpClient) release(e *entry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.dead() {
+		e.closeBy("closed")
 		if len(h.waiters) > 0 {
 			h.waiters[0] <- nil // the slot passes to the waiting call
 			h.waiters = h.waiters[1:]
@@ -286,7 +302,7 @@ func (h *httpClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 	if err != nil {
 		return nil, err
 	}
-	c := &clientConn{w: w, reason: e.closeReason, dialStart: time.Now()}
+	c := &clientConn{w: w, reason: e.closeReason, dialStart: time.Now(), lazy: s.Reuse != "pool" && s.Reuse != "upstream-keepalive"}
 	ip, err := w.res.lookup(ctx, dnsC, host)
 	if err != nil {
 		return nil, err

@@ -87,6 +87,7 @@ type delayConn struct {
 	rdl     time.Time
 	wake    chan struct{} // inbound data, an end, a deadline change or Close
 	closed  bool          // the application closed
+	readDue time.Time     // when the bytes Read returned last were due
 
 	out     []chunk // queued writes; a nil data with close set is the close
 	owake   chan struct{}
@@ -100,7 +101,10 @@ type chunk struct {
 	close bool
 }
 
-var errDeadline = os.ErrDeadlineExceeded
+var (
+	errDeadline = os.ErrDeadlineExceeded
+	errEOF      = io.EOF
+)
 
 func signal(ch chan struct{}) {
 	select {
@@ -111,10 +115,18 @@ func signal(ch chan struct{}) {
 
 func (c *delayConn) readLoop() {
 	defer c.loops.Done()
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 16<<10)
+	sr := newStampedReader(c.raw)
 	for {
-		n, err := c.raw.Read(buf)
-		now := time.Now()
+		var n int
+		var err error
+		var now time.Time
+		if sr != nil {
+			n, now, err = sr.read(buf)
+		} else {
+			n, err = c.raw.Read(buf)
+			now = time.Now()
+		}
 		c.mu.Lock()
 		due := now.Add(c.p.Half)
 		if !c.gotAny && n > 0 {
@@ -159,6 +171,7 @@ func (c *delayConn) Read(p []byte) (int, error) {
 		case len(c.in) > 0:
 			h := &c.in[0]
 			if !h.at.After(now) {
+				c.readDue = h.at
 				n := copy(p, h.data)
 				h.data = h.data[n:]
 				if len(h.data) == 0 {
@@ -203,6 +216,13 @@ func (c *delayConn) Read(p []byte) (int, error) {
 		}
 		t.Stop()
 	}
+}
+
+// arrived returns when the bytes Read returned last arrived (were due).
+func (c *delayConn) arrived() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readDue
 }
 
 // Write queues p and returns at once, as a write into a socket buffer does.

@@ -11,49 +11,82 @@ import (
 	"github.com/miekg/dns"
 )
 
-// dnsServer is a real DNS server (github.com/miekg/dns, UDP on loopback)
-// that answers the lab's names with 127.0.0.1 after a fixed delay: the time
-// of a lookup that misses every cache (the scenario's dns).
+// dnsServer is a real DNS server (messages packed and unpacked by
+// github.com/miekg/dns, UDP on loopback) that answers the lab's names with
+// 127.0.0.1 after a fixed delay: the time of a lookup that misses every
+// cache (the scenario's dns). The delay counts from when the kernel received
+// the query (SO_TIMESTAMPNS), so a busy machine does not add to it.
 type dnsServer struct {
-	srv   *dns.Server
+	pc    *net.UDPConn
 	addr  string
 	delay time.Duration
-	done  chan struct{}
+	wg    sync.WaitGroup
 }
 
 // zone is the only domain the server answers; anything else is REFUSED.
 const zone = "connlab.test."
 
-func startDNS(delay time.Duration) (*dnsServer, error) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+func startDNS(addr string, delay time.Duration) (*dnsServer, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	if err := CheckLoopback(addr); err != nil {
+		return nil, err
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	d := &dnsServer{addr: pc.LocalAddr().String(), delay: delay, done: make(chan struct{})}
-	started := make(chan struct{})
-	d.srv = &dns.Server{PacketConn: pc, Handler: d, NotifyStartedFunc: func() { close(started) }}
-	go func() {
-		defer close(d.done)
-		d.srv.ActivateAndServe()
-	}()
-	select {
-	case <-started:
-	case <-d.done:
-		return nil, fmt.Errorf("harness: DNS server did not start")
+	pc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
 	}
+	d := &dnsServer{pc: pc, addr: pc.LocalAddr().String(), delay: delay}
+	ts := enableRxTimestamps(pc)
+	d.wg.Add(1)
+	go d.serve(ts)
 	return d, nil
 }
 
-// ServeDNS answers A queries under connlab.test with 127.0.0.1 and AAAA
-// queries with no address, each after the configured delay.
-func (d *dnsServer) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
-	at := time.Now().Add(d.delay)
+func (d *dnsServer) serve(ts bool) {
+	defer d.wg.Done()
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, 128)
+	for {
+		n, oobn, _, from, err := d.pc.ReadMsgUDP(buf, oob)
+		now := time.Now()
+		if err != nil {
+			return
+		}
+		at := now
+		if ts {
+			at = rxTime(oob[:oobn], now)
+		}
+		q := new(dns.Msg)
+		if q.Unpack(buf[:n]) != nil {
+			continue
+		}
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			out, err := d.answer(q).Pack()
+			if err != nil {
+				return
+			}
+			SleepUntil(at.Add(d.delay))
+			d.pc.WriteToUDP(out, from)
+		}()
+	}
+}
+
+// answer answers A queries under connlab.test with 127.0.0.1 and AAAA
+// queries with no address.
+func (d *dnsServer) answer(q *dns.Msg) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(q)
 	if len(q.Question) != 1 || !dns.IsSubDomain(zone, strings.ToLower(q.Question[0].Name)) {
 		m.Rcode = dns.RcodeRefused
-		w.WriteMsg(m)
-		return
+		return m
 	}
 	m.Authoritative = true
 	if qs := q.Question[0]; qs.Qtype == dns.TypeA {
@@ -62,13 +95,12 @@ func (d *dnsServer) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 			A:   net.IPv4(127, 0, 0, 1),
 		})
 	}
-	SleepUntil(at)
-	w.WriteMsg(m)
+	return m
 }
 
 func (d *dnsServer) Close() {
-	d.srv.Shutdown()
-	<-d.done
+	d.pc.Close()
+	d.wg.Wait()
 }
 
 // dnsCache is curl's DNS cache as one share handle or easy handle keeps it:

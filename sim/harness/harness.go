@@ -65,6 +65,8 @@ type Options struct {
 	// MaxRequests and MaxDuration bound each variant (0: the defaults).
 	MaxRequests int
 	MaxDuration time.Duration
+	// MaxRate caps an open loop's arrival rate (0: DefaultMaxRate).
+	MaxRate float64
 	// Isolation: "" or "auto" runs each variant in private namespaces when
 	// the kernel allows it and says so when it does not; "off" never asks.
 	Isolation string
@@ -81,6 +83,12 @@ type VariantRun struct {
 	Notes      []string // what the reader should know (no namespace, ...)
 	Isolated   bool
 	WallS      float64
+	// Resolution of the measured phases when coarser than a microsecond
+	// (nginx's log: 1 ms); comparisons allow it on top of the tolerance.
+	Resolution time.Duration
+	// KernelSpread: the kernel spread connections over the workers (nginx),
+	// so connects per worker is not the model's round-robin.
+	KernelSpread bool
 }
 
 // Run is the outcome of a real run of a block.
@@ -179,6 +187,8 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		}
 		vr.Summary = sum
 		info.Components, info.Notes, info.Isolated, info.WallS = rep.Components, append(info.Notes, rep.Notes...), used, rep.WallS
+		info.Resolution = time.Duration(rep.ResolutionMS * float64(time.Millisecond))
+		info.KernelSpread = rep.KernelSpread
 		if !used && isolated {
 			info.Notes = append(info.Notes, "private namespaces refused ("+isolation.why+"): ran in the host's network namespace")
 		}

@@ -40,6 +40,9 @@ type variantReport struct {
 	// ResolutionMS is the resolution of the measured phases when coarser
 	// than the clock's (nginx logs whole milliseconds).
 	ResolutionMS float64 `json:"resolution_ms,omitempty"`
+	// KernelSpread: the kernel, not the harness, spread the connections
+	// over the workers (nginx's worker processes accept them).
+	KernelSpread bool `json:"kernel_spread,omitempty"`
 }
 
 // labProc is the process that runs one variant: in a private network and
@@ -162,6 +165,13 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 	}
 	lp.exe = exe
 	lp.t0 = time.Now()
+	if os.Getenv("CONNLAB_NOBOOST") == "" {
+		if err := raisePriority(); err != nil {
+			rep.Notes = append(rep.Notes, "ran at normal CPU priority (raising it was refused: "+err.Error()+"); a busy machine slows real runs down")
+		} else {
+			rep.Components = append(rep.Components, "CPU priority nice -20 (lab process, workers and servers)")
+		}
+	}
 
 	if job.Isolated {
 		if err := loopbackUp(); err != nil {
@@ -187,7 +197,7 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 	switch job.Setup {
 	case SetupHTTP:
 		if s.DNS > 0 {
-			d, err := startDNS(s.DNS)
+			d, err := startDNS("", s.DNS)
 			if err != nil {
 				return nil, err
 			}

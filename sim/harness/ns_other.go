@@ -18,3 +18,5 @@ func loopbackUp() error { return errNotLinux }
 func writeSysctl(name, value string) error { return errNotLinux }
 
 const namespacesSupported = false
+
+func raisePriority() error { return errNotLinux }

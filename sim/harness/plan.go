@@ -47,6 +47,7 @@ const (
 	DefaultCompress    = 100
 	DefaultMaxRequests = 2000
 	DefaultMaxDuration = 10 * time.Second
+	DefaultMaxRate     = 200
 	// exhaustTarget is how soon a scaled run reaches the end of its port
 	// range: twice tcp_tw_reuse's one-second delay, so reuse still shows.
 	exhaustTarget = 2 * time.Second
@@ -70,22 +71,30 @@ const ScalingRules = `How a block is scaled to run for real (the model runs the 
      the lab's own run reaches the end of its local port range, the range is shrunk
      (in a private network namespace, from port 10000) so that it runs out after
      2 s at the same connection rate instead of, say, 47 s.
-  3. Each variant is cut to at most --max-duration (default 10 s, as the model
+  3. An open loop faster than --max-rate (default 200 requests a second) is slowed
+     to it, and a range shrunk by rule 2 with it, so it still runs out after 2 s.
+  4. Each variant is cut to at most --max-duration (default 10 s, as the model
      predicts it) and --max-requests (default 2000); a run bounded by duration
      becomes a run of the number of requests the model sends in that time, so
      counts compare exactly.
-  4. tcp_tw_reuse = 2 towards a remote server (loopback = false) runs as 0:
+  5. tcp_tw_reuse = 2 towards a remote server (loopback = false) runs as 0:
      every real connection here is on loopback.
-  5. Counts (num_connects, connects per worker, TIME_WAIT, EADDRNOTAVAIL, errors,
+  6. go-redis sends HELLO on each new connection: Redis blocks run with
+     setup_rtts = 1 (one more round trip before the first command).
+  7. Counts (num_connects, connects per worker, TIME_WAIT, EADDRNOTAVAIL, errors,
      races) must be equal, except where several requests overlap on a pool or
      upstream keep-alive cache: how many connections the pool grows to then
      depends on timing, and connects/TIME_WAIT are compared within ±max(2, 10%).
+     With nginx the kernel, not a rule, spreads connections over its workers:
+     connects per worker is shown, not compared; its log's times are whole
+     milliseconds, allowed on top of the tolerance.
 Setups by lab: php-persistent-share, port-exhaustion, idle-timeouts: worker
 processes (real OS processes) with curl-like clients calling an HTTPS/HTTP
 upstream; connection-pool: worker processes with go-redis against miniredis
 (redis-server with --real redis); nginx-keepalive: a load generator, a Go
 reverse proxy (nginx with --real nginx) and the upstream.
-Not run for real: 0-RTT (early_data; Go's crypto/tls has none).`
+Not run for real: 0-RTT (early_data; Go's crypto/tls has none); a variant that
+changes the port range or tcp_tw_reuse where private namespaces are refused.`
 
 // compressedKeys are the long timers rule 1 compresses.
 var compressedKeys = []string{"keepalive_timeout", "pause", "dns_cache_timeout", "max_idle_age", "max_lifetime", "linger"}
@@ -132,6 +141,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxDuration <= 0 {
 		o.MaxDuration = DefaultMaxDuration
+	}
+	if o.MaxRate <= 0 {
+		o.MaxRate = DefaultMaxRate
 	}
 }
 
@@ -245,6 +257,19 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 				size, exhaust, s.PortRange, n, exhaustTarget.Seconds())
 		}
 	}
+	// Rule 3: a fast open loop is slowed down, and a scaled port range
+	// with it, so it runs out at the same time.
+	if s.Load == "open" && s.Rate > opt.MaxRate {
+		k := opt.MaxRate / s.Rate
+		note := fmt.Sprintf("rate %g→%g req/s (at most %g, so a busy machine keeps up)", s.Rate, opt.MaxRate, opt.MaxRate)
+		s.Rate = opt.MaxRate
+		if s.PortRange != vp.Original.PortRange {
+			n := max(minScaledPorts, int(math.Round(float64(s.PortRange.Size())*k)))
+			s.PortRange.Hi = s.PortRange.Lo + n - 1
+			note += fmt.Sprintf("; the port range with it: %s", s.PortRange)
+		}
+		vp.note("%s", note)
+	}
 	vp.KernelTWReuse = s.TWReuse
 	if s.TWReuse == 2 && !s.Loopback {
 		vp.KernelTWReuse = 0
@@ -252,7 +277,7 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 	}
 	def := sim.Default()
 	vp.Ports = s.PortRange != def.PortRange || vp.KernelTWReuse != def.TWReuse
-	// Rule 3: length, from the model's run of the scaled scenario.
+	// Rule 4: length, from the model's run of the scaled scenario.
 	r, err := sim.Run(ctx, s, sim.Options{Seed: opt.Seed})
 	if err != nil {
 		return err

@@ -49,6 +49,7 @@ func (lp *labProc) runProxy(ctx context.Context, rep *variantReport, cleanup *[]
 		front = ngx.addr
 		rep.Components = append(rep.Components, ngx.desc)
 		rep.ResolutionMS = 1
+		rep.KernelSpread = true
 		rep.Notes = append(rep.Notes, "nginx logs upstream times in whole milliseconds: its phases are compared within 1 ms more")
 	default:
 		gp, err := startGoProxy(lp, s, up.Addr(), &job.Certs)

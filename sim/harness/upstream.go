@@ -205,6 +205,12 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 			conn.SetReadDeadline(time.Time{})
 		}
 		req, err := http.ReadRequest(br)
+		arrived := time.Now()
+		if dc, ok := raw.(*delayConn); ok && err == nil {
+			// The work starts when the request arrived: parsing it is part
+			// of the server's time, not added to it.
+			arrived = dc.arrived()
+		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -231,7 +237,7 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 		if n == 1 {
 			work += u.cfg.ConnTime
 		}
-		u.work.do(work)
+		u.work.do(arrived, work)
 		out = u.response(out[:0], id, n, keep, req.ProtoAtLeast(1, 1))
 		if _, err := conn.Write(out); err != nil {
 			return
@@ -315,9 +321,9 @@ func newWorkQueue(limit int) *workQueue {
 	return q
 }
 
-func (q *workQueue) do(work time.Duration) {
+func (q *workQueue) do(arrived time.Time, work time.Duration) {
 	if q.limit == 0 {
-		SleepUntil(time.Now().Add(work))
+		SleepUntil(arrived.Add(work))
 		return
 	}
 	q.mu.Lock()
@@ -334,7 +340,7 @@ func (q *workQueue) do(work time.Duration) {
 			slot = i
 		}
 	}
-	start := time.Now()
+	start := arrived
 	if q.free[slot].After(start) {
 		start = q.free[slot]
 	}

@@ -1,0 +1,593 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/lab"
+)
+
+// simBin is a sim binary built without the race detector, for the lab and
+// worker processes of timing tests: under -race, crypto and the harness's
+// own goroutines run several times slower, which is not what a user
+// measures. CONNLAB_SIM_BIN names a prebuilt one; if building fails the
+// test binary itself is re-executed (and the output says so).
+var simBin string
+
+func TestMain(m *testing.M) {
+	if p := os.Getenv("CONNLAB_SIM_BIN"); p != "" {
+		simBin = p
+	} else if dir, err := os.MkdirTemp("", "connlab-harness-test-"); err == nil {
+		bin := filepath.Join(dir, "sim")
+		goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+		out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/connlab/connlab/sim/cmd/sim").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "harness tests: building a sim binary without -race failed, re-executing the test binary instead: %v\n%s", err, out)
+		} else {
+			simBin = bin
+		}
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+const labsDir = "../../labs"
+
+func readLab(t testing.TB, name string) *lab.Lab {
+	t.Helper()
+	l, err := lab.ReadFile(filepath.Join(labsDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// writeLab writes a one-block lab and returns the block.
+func writeLab(t testing.TB, body string) *lab.Block {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "test.md")
+	if err := os.WriteFile(p, []byte("```sim {id=\"t\"}\n"+body+"```\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Blocks[0]
+}
+
+func TestCheckLoopback(t *testing.T) {
+	for _, a := range []string{"127.0.0.1:80", "127.1.2.3:0", "[::1]:443", "127.0.0.1", "::ffff:127.0.0.1"} {
+		if err := CheckLoopback(a); err != nil {
+			t.Errorf("%s refused: %v", a, err)
+		}
+	}
+	for _, a := range []string{"10.0.0.1:80", "0.0.0.0:0", "[::]:80", "192.0.2.1:443", "localhost:80", "example.com:443", ":80", "[fe80::1%lo]:80", ""} {
+		if err := CheckLoopback(a); err == nil || !strings.Contains(err.Error(), "only loopback") {
+			t.Errorf("%q: want a refusal, got %v", a, err)
+		}
+	}
+}
+
+// TestOnlyLoopback asks every part of the harness for another address.
+func TestOnlyLoopback(t *testing.T) {
+	ctx := context.Background()
+	if _, err := (Dialer{}).DialContext(ctx, "tcp", "192.0.2.1:443"); err == nil || !strings.Contains(err.Error(), "only loopback") {
+		t.Errorf("dialer: %v", err)
+	}
+	if _, err := StartUpstream("0.0.0.0:0", UpstreamConfig{TLS: "none"}, nil, nil); err == nil {
+		t.Error("upstream listened on 0.0.0.0")
+	}
+	if _, err := StartServers("127.0.0.1:0", "0.0.0.0:0", sim.Default()); err == nil {
+		t.Error("DNS server listened on 0.0.0.0")
+	}
+	s := sim.Default()
+	if _, err := newWorker(workerConfig{Setup: SetupHTTP, Scenario: s, Worker: 1, Upstream: "198.51.100.7:443"}, func(*sim.Event) {}); err == nil {
+		t.Error("worker accepted a non-loopback upstream")
+	}
+	if _, err := newWorker(workerConfig{Setup: SetupRedis, Scenario: s, Worker: 1, Redis: "10.0.0.1:6379"}, func(*sim.Event) {}); err == nil {
+		t.Error("worker accepted a non-loopback Redis")
+	}
+	if _, err := (resolver{server: "8.8.8.8:53"}).lookup(ctx, &dnsCache{}, APIHost); err == nil || !strings.Contains(err.Error(), "only loopback") {
+		t.Errorf("resolver asked 8.8.8.8: %v", err)
+	}
+	// The DNS server answers its own zone only, and only with loopback.
+	d, err := startDNS("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r := resolver{server: d.addr}
+	if a, err := r.lookup(ctx, &dnsCache{}, APIHost); err != nil || a != "127.0.0.1" {
+		t.Errorf("%s → %q, %v", APIHost, a, err)
+	}
+	if _, err := r.lookup(ctx, &dnsCache{}, "example.com"); err == nil || !strings.Contains(err.Error(), "REFUSED") {
+		t.Errorf("example.com: %v", err)
+	}
+}
+
+// TestPathRTT checks the emulated path: a ping-pong takes one RTT, bytes
+// arrive in order, and a close arrives half a round trip after it is made.
+func TestPathRTT(t *testing.T) {
+	const rtt = 10 * time.Millisecond
+	ln, err := listenLoopback("tcp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		raw, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c := path{Half: rtt / 2}.wrap(raw)
+		b := make([]byte, 64)
+		for {
+			n, err := c.Read(b)
+			if err != nil {
+				break
+			}
+			if string(b[:n]) == "close" {
+				break
+			}
+			c.Write(b[:n])
+		}
+		c.Close()
+		<-c.(*delayConn).done
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var errs []time.Duration
+	b := make([]byte, 64)
+	for i := range 40 {
+		msg := fmt.Sprintf("ping %02d", i)
+		st := time.Now()
+		c.Write([]byte(msg))
+		n, err := io.ReadFull(c, b[:len(msg)])
+		if err != nil || string(b[:n]) != msg {
+			t.Fatalf("echo %q: %q %v", msg, b[:n], err)
+		}
+		errs = append(errs, time.Since(st)-rtt)
+	}
+	slices.Sort(errs)
+	med := errs[len(errs)/2]
+	t.Logf("round trip error: median %v, p90 %v", med, errs[len(errs)*9/10])
+	if med < -50*time.Microsecond || med > 300*time.Microsecond {
+		t.Errorf("median round trip %v off %v (want within 0.3 ms)", med, rtt)
+	}
+	st := time.Now()
+	c.Write([]byte("close"))
+	if n, err := c.Read(b); n != 0 || err != io.EOF {
+		t.Fatalf("after close: %d %v", n, err)
+	}
+	if d := time.Since(st); d < rtt-time.Millisecond {
+		t.Errorf("FIN came back after %v, before one RTT", d)
+	}
+	<-srvDone
+}
+
+// TestSlowStart: a response larger than the initial window takes one more
+// round trip per window, as the model's transferRounds says; after idling
+// longer than RTT + 200 ms the window restarts.
+func TestSlowStart(t *testing.T) {
+	certs, err := sharedCerts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rtt = 20 * time.Millisecond
+	for _, c := range []struct {
+		bytes  int
+		rounds int
+	}{{14000, 1}, {20000, 2}, {60000, 3}} {
+		s := sim.Default()
+		s.TLS, s.RTT, s.ServerTime, s.ResponseBytes, s.Closer = "none", rtt, 0, c.bytes, "server"
+		up, err := StartUpstream("", upstreamConfig(&s, rtt, false), certs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.Dial("tcp", up.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := time.Now()
+		io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		n, _ := io.Copy(io.Discard, conn)
+		d := time.Since(st)
+		conn.Close()
+		up.Close()
+		want := time.Duration(c.rounds) * rtt
+		t.Logf("%d B: %d bytes in %v (want %v)", c.bytes, n, d, want)
+		if d < want-time.Millisecond || d > want+3*time.Millisecond {
+			t.Errorf("%d B took %v, want %d round trips (%v)", c.bytes, d, c.rounds, want)
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	ctx := context.Background()
+	opt := Options{Seed: 1, MaxDuration: 3 * time.Second}
+	pe := readLab(t, "port-exhaustion.md")
+	b, _ := pe.Block("exhaust")
+	p, err := NewPlan(ctx, b, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r600 := p.Variants[0].Scenario
+	if r600.Rate != DefaultMaxRate || r600.PortRange.Lo != scaledPortLow || r600.PortRange.Size() >= 28232 || !p.Variants[0].Ports {
+		t.Errorf("rate-600 not scaled: rate %g, ports %s", r600.Rate, r600.PortRange)
+	}
+	// The range runs out after about 2 s at the scaled rate.
+	if got := float64(r600.PortRange.Size()) / r600.Rate; got < 1.9 || got > 2.1 {
+		t.Errorf("scaled range lasts %.2f s", got)
+	}
+	if r600.Duration != 0 || r600.Requests == 0 || r600.Requests > DefaultMaxRequests {
+		t.Errorf("length: requests %d, duration %v", r600.Requests, r600.Duration)
+	}
+	if p.Variants[0].KernelTWReuse != 0 {
+		t.Error("tw_reuse 0 not kept")
+	}
+	tw, _ := pe.Block("tw-reuse")
+	p, _ = NewPlan(ctx, tw, opt)
+	for _, vp := range p.Variants {
+		want := vp.Original.TWReuse
+		if vp.Name == "loopback-only-remote" {
+			want = 0 // tcp_tw_reuse = 2 towards another host
+		}
+		if vp.KernelTWReuse != want {
+			t.Errorf("%s: kernel tcp_tw_reuse %d, want %d", vp.Name, vp.KernelTWReuse, want)
+		}
+	}
+	php := readLab(t, "php-persistent-share.md")
+	idle, _ := php.Block("idle")
+	p, _ = NewPlan(ctx, idle, opt)
+	if s := p.Variants[0].Scenario; s.KeepaliveTimeout != 750*time.Millisecond || s.Pause != 800*time.Millisecond || s.DNSCacheTimeout != 600*time.Millisecond {
+		t.Errorf("idle timers: %+v", s)
+	}
+	if p.Setup != SetupHTTP || !strings.Contains(strings.Join(p.Variants[0].Scaling, " "), "keepalive_timeout 75s→750ms") {
+		t.Errorf("setup %s, scaling %q", p.Setup, p.Variants[0].Scaling)
+	}
+	sets, _ := php.Block("option-sets")
+	p, _ = NewPlan(ctx, sets, opt)
+	for _, vp := range p.Variants {
+		if (vp.Name == "cookie") != strings.Contains(vp.Rejected, "CURL_LOCK_DATA_COOKIE") {
+			t.Errorf("%s: rejected %q", vp.Name, vp.Rejected)
+		}
+	}
+	pool := readLab(t, "connection-pool.md")
+	nb, _ := pool.Block("no-pool")
+	p, _ = NewPlan(ctx, nb, opt)
+	if p.Setup != SetupRedis || p.Variants[0].Scenario.SetupRTTs != 1 {
+		t.Errorf("connection-pool: setup %s, setup_rtts %d", p.Setup, p.Variants[0].Scenario.SetupRTTs)
+	}
+	ngx := readLab(t, "nginx-keepalive.md")
+	wb, _ := ngx.Block("with")
+	p, _ = NewPlan(ctx, wb, opt)
+	if p.Setup != SetupProxy || !p.Variants[0].Timing {
+		t.Errorf("nginx with: setup %s, timing %v", p.Setup, p.Variants[0].Timing)
+	}
+	race, _ := readLab(t, "idle-timeouts.md").Block("race")
+	p, _ = NewPlan(ctx, race, opt)
+	if s := p.Variants[0].Scenario; math.Abs(s.Rate-0.0133*DefaultCompress) > 1e-9 || s.KeepaliveTimeout != 750*time.Millisecond {
+		t.Errorf("race: rate %g, keepalive %v", s.Rate, s.KeepaliveTimeout)
+	}
+	e := writeLab(t, "tls = \"1.3\"\nearly_data = true\nreuse = \"process\"\nrequests = 3\n")
+	p, _ = NewPlan(ctx, e, opt)
+	if !strings.Contains(p.Variants[0].Skip, "0-RTT") {
+		t.Errorf("early_data: skip %q", p.Variants[0].Skip)
+	}
+	if _, err := NewPlan(ctx, e, Options{Variants: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "no variant") {
+		t.Errorf("unknown variant: %v", err)
+	}
+	if _, err := NewPlan(ctx, e, Options{Set: []lab.Setting{{Key: "rtt", Value: "-1ms"}}}); err == nil {
+		t.Error("a bad override was accepted")
+	}
+}
+
+// TestRunBlockEvents runs a small block for real with the race-enabled
+// test binary as its lab and worker processes, and checks the contract:
+// the model's shape, the event kinds, the sink's calls.
+func TestRunBlockEvents(t *testing.T) {
+	b := writeLab(t, `requests = 3
+rtt = "2ms"
+dns = "1ms"
+tls = "1.3"
+server_time = "1ms"
+[[variant]]
+name = "request"
+reuse = "request"
+[[variant]]
+name = "process"
+reuse = "process"
+`)
+	kinds := map[string]map[sim.Kind]int{}
+	res, err := RunBlock(context.Background(), b, Options{Seed: 1, Sink: func(block, variant string, e *sim.Event) {
+		if block != "t" {
+			t.Errorf("block %q", block)
+		}
+		if kinds[variant] == nil {
+			kinds[variant] = map[sim.Kind]int{}
+		}
+		kinds[variant][e.Kind]++
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := b.RunVariants(context.Background(), lab.RunOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ID != model.ID || len(res.Variants) != len(model.Variants) {
+		t.Fatalf("shape: %+v", res)
+	}
+	for i, v := range res.Variants {
+		if v.Name != model.Variants[i].Name || v.Summary == nil || v.Scenario == nil {
+			t.Fatalf("variant %d: %+v", i, v)
+		}
+		s := v.Summary
+		if s.Requests != 3 || s.Calls != 3 || s.Errors != 0 {
+			t.Errorf("%s: %+v", v.Name, s)
+		}
+		if !slices.Equal(s.NumConnects, model.Variants[i].Summary.NumConnects) {
+			t.Errorf("%s: num_connects %v, model %v", v.Name, s.NumConnects, model.Variants[i].Summary.NumConnects)
+		}
+		k := kinds[v.Name]
+		if k[sim.KindCall] != 3 || k[sim.KindRequest] != 3 || k[sim.KindOpen] != s.Connects || k[sim.KindClose] == 0 {
+			t.Errorf("%s: events %v", v.Name, k)
+		}
+	}
+	if kinds["request"][sim.KindTimeWait] != 3 {
+		t.Errorf("request-scoped connections: %d time_wait events, want 3", kinds["request"][sim.KindTimeWait])
+	}
+}
+
+// testOptions bound the real runs of the tests: shorter than sim
+// validate's defaults, with the binary built without -race.
+func testOptions() Options {
+	return Options{Seed: 1, MaxDuration: 2 * time.Second, MaxRequests: 400, Executable: simBin}
+}
+
+// validate runs one block and reports every row, failing the test if a
+// variant is outside tolerance after two more attempts.
+func validate(t *testing.T, b *lab.Block, opt Options) *BlockValidation {
+	t.Helper()
+	bv, err := Validate(context.Background(), b, opt, DefaultTolerance, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range bv.Variants {
+		var rows []string
+		for _, p := range v.Phases {
+			rows = append(rows, fmt.Sprintf("%s %.3f/%.3f", p.Phase, p.ModelMS, p.MeasuredMS))
+		}
+		for _, c := range v.Counts {
+			if !c.OK {
+				rows = append(rows, fmt.Sprintf("%s %v/%v", c.Name, c.Model, c.Measured))
+			}
+		}
+		t.Logf("%s/%s ok=%v attempts=%d %s %s", b.ID, v.Name, v.OK, v.Attempts, v.Skipped, strings.Join(rows, "; "))
+		if !v.OK {
+			t.Errorf("%s/%s outside tolerance %s (model/measured ms)", b.ID, v.Name, DefaultTolerance)
+		}
+	}
+	return bv
+}
+
+// TestValidateLabs is the issue's acceptance test at the labs' own
+// parameters: every block of every lab, model against real.
+func TestValidateLabs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs of every lab take about two minutes")
+	}
+	files, _ := filepath.Glob(filepath.Join(labsDir, "*.md"))
+	for _, f := range files {
+		if strings.HasSuffix(f, ".ko.md") {
+			continue // translations hold the same blocks
+		}
+		l := readLab(t, filepath.Base(f))
+		for _, b := range l.Blocks {
+			t.Run(filepath.Base(f)+"/"+b.ID, func(t *testing.T) {
+				opt := testOptions()
+				if strings.Contains(f, "port-exhaustion") {
+					opt.MaxDuration = 3 * time.Second // the range runs out after 2 s
+				}
+				validate(t, b, opt)
+			})
+		}
+	}
+}
+
+// TestValidateRTTs repeats the PHP lab's first block at both ends of the
+// issue's RTT range.
+func TestValidateRTTs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	b, _ := readLab(t, "php-persistent-share.md").Block("across-requests")
+	for _, rtt := range []string{"5ms", "100ms"} {
+		t.Run(rtt, func(t *testing.T) {
+			opt := testOptions()
+			opt.Set = []lab.Setting{{Key: "rtt", Value: rtt}}
+			validate(t, b, opt)
+		})
+	}
+}
+
+// TestValidateRealPrograms runs the nginx and Redis labs with nginx and
+// redis-server, when installed (CI installs both).
+func TestValidateRealPrograms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	for _, c := range []struct{ prog, file, real string }{{"nginx", "nginx-keepalive.md", "nginx"}, {"redis-server", "connection-pool.md", "redis"}} {
+		t.Run(c.prog, func(t *testing.T) {
+			if _, err := exec.LookPath(c.prog); err != nil {
+				t.Skipf("%s is not installed: the embedded stand-in covers this lab in TestValidateLabs", c.prog)
+			}
+			for _, b := range readLab(t, c.file).Blocks {
+				opt := testOptions()
+				opt.Real = []string{c.real}
+				bv := validate(t, b, opt)
+				for _, v := range bv.Variants {
+					if !strings.Contains(strings.Join(v.Components, " "), c.prog[:5]) {
+						t.Errorf("%s/%s did not use %s: %q", b.ID, v.Name, c.prog, v.Components)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestRaceForced makes the keep-alive race happen on every second request:
+// the client sends just as the server's idle timer fires. curl (GET) sends
+// again on a new connection; a POST fails. Model and kernel agree.
+func TestRaceForced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	// The server starts its timer when it sends the response, RTT/2 before
+	// the client has it: a think time of keepalive - RTT/2 sends the next
+	// request as the server closes.
+	b := writeLab(t, `requests = 6
+pause_every = 1
+pause = "29s"
+keepalive_timeout = "30s"
+reuse = "pool"
+rtt = "20ms"
+dns = "0s"
+tls = "none"
+server_time = "1ms"
+[[variant]]
+name = "curl"
+[[variant]]
+name = "post"
+retry_on_race = false
+[[variant]]
+name = "early"
+pause = "27s"
+`)
+	// 30 s ÷ 100 = 300 ms; the pause of 290 ms ends RTT/2 = 10 ms after
+	// the server's timer started, as it fires: the request arrives 10 ms
+	// after the server closed. A pause of 270 ms gets there 10 ms before.
+	bv := validate(t, b, testOptions())
+	for _, v := range bv.Variants {
+		if v.Measured == nil {
+			t.Fatalf("%s not run", v.Name)
+		}
+		m := v.Measured
+		switch v.Name {
+		case "curl":
+			if m.Races == 0 || m.Errors != 0 {
+				t.Errorf("curl: races %d errors %d, want races and no errors", m.Races, m.Errors)
+			}
+		case "post":
+			if m.Errors == 0 || m.Errors != m.Races {
+				t.Errorf("post: races %d errors %d, want each race an error", m.Races, m.Errors)
+			}
+		case "early":
+			if m.Races != 0 || m.Connects != 1 {
+				t.Errorf("early: races %d connects %d, want the connection reused", m.Races, m.Connects)
+			}
+		}
+	}
+}
+
+// childPIDs lists this process's children.
+func childPIDs(t *testing.T) []string {
+	t.Helper()
+	var kids []string
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", os.Getpid()))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	return kids
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+// TestSafety runs 100 validations, then cancels one mid-run: goroutines,
+// open files and child processes come back to where they were.
+func TestSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 real runs")
+	}
+	b := writeLab(t, `requests = 2
+rtt = "1ms"
+dns = "1ms"
+tls = "none"
+server_time = "0.5ms"
+reuse = "process"
+`)
+	opt := testOptions()
+	ctx := context.Background()
+	// One run first, so lazily started runtime goroutines and the
+	// certificates exist before the baseline is taken.
+	if _, err := Validate(ctx, b, opt, Tolerance{Pct: 1000, Abs: time.Second}, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	g0, f0 := runtime.NumGoroutine(), openFDs(t)
+	for i := range 100 {
+		bv, err := Validate(ctx, b, opt, Tolerance{Pct: 1000, Abs: time.Second}, 0)
+		if err != nil {
+			t.Fatalf("validation %d: %v", i, err)
+		}
+		if v := bv.Variants[0]; v.Measured == nil || v.Measured.Requests != 2 {
+			t.Fatalf("validation %d: %+v", i, v)
+		}
+	}
+	// Ctrl-C in the middle of a run.
+	long := writeLab(t, "requests = 50\nrtt = \"50ms\"\ntls = \"1.3\"\nreuse = \"request\"\n")
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(700*time.Millisecond, cancel)
+	if _, err := RunBlock(cctx, long, opt); err != context.Canceled {
+		t.Errorf("cancelled run: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g, f, kids := runtime.NumGoroutine(), openFDs(t), childPIDs(t)
+		if g <= g0+2 && f <= f0 && len(kids) == 0 {
+			t.Logf("after 100 validations and a cancelled run: %d goroutines (%d before), %d open files (%d before), no children", g, g0, f, f0)
+			break
+		}
+		if time.Now().After(deadline) {
+			var buf bytes.Buffer
+			pprofGoroutines(&buf)
+			t.Fatalf("leak: %d goroutines (%d before), %d files (%d before), children %v\n%s", g, g0, f, f0, kids, buf.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func pprofGoroutines(w io.Writer) {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	w.Write(buf[:n])
+}
