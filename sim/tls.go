@@ -35,6 +35,9 @@ func (m *model) tlsHandshake(haveSession bool) handshake {
 		sign, verify = p256Sign, p256Verify
 	}
 	full := sign + verify + 2*ecdhP256
+	if m.s.HandshakeCPU > 0 {
+		full = m.s.HandshakeCPU // measured, e.g. for another TLS stack
+	}
 	resume := haveSession && m.s.TLSResume
 	switch {
 	case m.s.TLS == "1.2" && resume:
