@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -132,3 +133,62 @@ func tlsVersion(v string) uint16 {
 // curves: the model prices one ECDHE on P-256 per side; Go's default would
 // offer X25519MLKEM768 first.
 var curves = []tls.CurveID{tls.CurveP256}
+
+// measureHandshake times full TLS handshakes of this TLS stack (Go's
+// crypto/tls) on this machine, client and server in this process over
+// loopback with no delay, and returns the median: the CPU a handshake puts
+// on the critical path. The model prices handshakes at OpenSSL's speed
+// (FACTS §5); a real run measures its own and gives it to the model as
+// handshake_cpu, so that model and measurement differ in round trips only.
+func measureHandshake(certs *Certs, version, kind string) (time.Duration, error) {
+	cert, err := certs.serverCert(kind)
+	if err != nil {
+		return 0, err
+	}
+	pool, err := certs.pool()
+	if err != nil {
+		return 0, err
+	}
+	v := tlsVersion(version)
+	ln, err := listenLoopback("tcp", "")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	srv := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v, CurvePreferences: curves, SessionTicketsDisabled: true}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tc := tls.Server(c, srv)
+			tc.Handshake()
+			tc.Close()
+		}
+	}()
+	var ds []time.Duration
+	for i := range 8 {
+		raw, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return 0, err
+		}
+		st := time.Now()
+		tc := tls.Client(raw, &tls.Config{ServerName: APIHost, RootCAs: pool, MinVersion: v, MaxVersion: v, CurvePreferences: curves})
+		err = tc.Handshake()
+		d := time.Since(st)
+		tc.Close()
+		if err != nil {
+			return 0, err
+		}
+		if i > 0 { // the first one warms caches up
+			ds = append(ds, d)
+		}
+	}
+	ln.Close()
+	<-done
+	slices.Sort(ds)
+	return ds[len(ds)/2].Round(10 * time.Microsecond), nil
+}

@@ -308,14 +308,14 @@ func (h *httpClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 		return nil, err
 	}
 	c.dnsDone = time.Now()
-	raw, err := Dialer{RTT: s.RTT}.DialContext(ctx, "tcp", net.JoinHostPort(ip, port))
+	raw, ready, err := Dialer{RTT: s.RTT}.DialGated(ctx, "tcp", net.JoinHostPort(ip, port))
 	if err != nil {
 		if errors.Is(err, syscall.EADDRNOTAVAIL) && ct != nil {
 			ct.portErr = true
 		}
 		return nil, err
 	}
-	c.connDone = time.Now()
+	c.connDone = ready
 	c.localPort = raw.LocalAddr().(*net.TCPAddr).Port
 	c.id = w.nextConn()
 	c.Conn, c.raw = raw, raw

@@ -88,6 +88,7 @@ type delayConn struct {
 	wake    chan struct{} // inbound data, an end, a deadline change or Close
 	closed  bool          // the application closed
 	readDue time.Time     // when the bytes Read returned last were due
+	writeAt time.Time     // see backdate
 
 	out     []chunk // queued writes; a nil data with close set is the close
 	owake   chan struct{}
@@ -235,9 +236,22 @@ func (c *delayConn) Write(p []byte) (int, error) {
 	if c.werr != nil {
 		return 0, c.werr
 	}
-	c.out = append(c.out, chunk{data: append([]byte(nil), p...), at: time.Now()})
+	at := time.Now()
+	if !c.writeAt.IsZero() && c.writeAt.Before(at) {
+		at = c.writeAt
+	}
+	c.out = append(c.out, chunk{data: append([]byte(nil), p...), at: at})
 	signal(c.owake)
 	return len(p), nil
+}
+
+// backdate makes the writes that follow count as made at t (zero: now).
+// The upstream sets it to the end of a request's work: writing the
+// response after waking is part of the server's time, not added to it.
+func (c *delayConn) backdate(t time.Time) {
+	c.mu.Lock()
+	c.writeAt = t
+	c.mu.Unlock()
 }
 
 // Close queues the close behind the queued writes and returns.

@@ -134,10 +134,7 @@ func (r resolver) lookup(ctx context.Context, c *dnsCache, host string) (string,
 	if err := CheckLoopback(r.server); err != nil {
 		return "", err
 	}
-	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
-	cl := &dns.Client{Net: "udp", Timeout: 10 * time.Second}
-	resp, _, err := cl.ExchangeContext(ctx, q, r.server)
+	resp, err := exchange(ctx, r.server, host)
 	if err != nil {
 		return "", fmt.Errorf("DNS lookup of %s: %w", host, err)
 	}
@@ -156,4 +153,38 @@ func (r resolver) lookup(ctx context.Context, c *dnsCache, host string) (string,
 		}
 	}
 	return "", fmt.Errorf("DNS lookup of %s: no address (%s)", host, dns.RcodeToString[resp.Rcode])
+}
+
+// exchange sends one A query over UDP and reads the answer with the same ID.
+func exchange(ctx context.Context, server, host string) (*dns.Msg, error) {
+	c, err := dialLoopback(ctx, "udp", server)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	q := new(dns.Msg)
+	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
+	out, err := q.Pack()
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.SetDeadline(deadline)
+	if _, err := c.Write(out); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return nil, err
+		}
+		m := new(dns.Msg)
+		if m.Unpack(buf[:n]) == nil && m.Id == q.Id {
+			return m, nil
+		}
+	}
 }

@@ -186,6 +186,9 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			return nil, err
 		}
 		vr.Summary = sum
+		if rep.HandshakeCPU > 0 {
+			s.HandshakeCPU = rep.HandshakeCPU // what the model must be given to compare
+		}
 		info.Components, info.Notes, info.Isolated, info.WallS = rep.Components, append(info.Notes, rep.Notes...), used, rep.WallS
 		info.Resolution = time.Duration(rep.ResolutionMS * float64(time.Millisecond))
 		info.KernelSpread = rep.KernelSpread
@@ -336,6 +339,33 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.buf.String()
+}
+
+// Model runs the model on the scenarios this run used (the plan's, with
+// the TLS handshake CPU measured in the lab process): the numbers to set
+// against r.Result.
+func (r *Run) Model(ctx context.Context, seed uint64, sink func(block, variant string, e *sim.Event)) (*lab.BlockResult, error) {
+	res, err := r.Plan.Model(ctx, seed, sink)
+	if err != nil {
+		return nil, err
+	}
+	for i, vr := range r.Result.Variants {
+		if vr.Scenario == nil || vr.Scenario.HandshakeCPU == r.Plan.Variants[i].Scenario.HandshakeCPU {
+			continue
+		}
+		var f func(*sim.Event)
+		if sink != nil {
+			id, name := r.Plan.Block.ID, vr.Name
+			f = func(e *sim.Event) { sink(id, name, e) }
+		}
+		m, err := sim.Run(ctx, *vr.Scenario, sim.Options{Seed: seed, Sink: f})
+		if err != nil {
+			return nil, err
+		}
+		s := *vr.Scenario
+		res.Variants[i].Scenario, res.Variants[i].Summary, res.Variants[i].Series = &s, &m.Summary, &m.Series
+	}
+	return res, nil
 }
 
 // Model runs the model on the same plan as a real run: see Plan.Model.

@@ -43,6 +43,9 @@ type variantReport struct {
 	// KernelSpread: the kernel, not the harness, spread the connections
 	// over the workers (nginx's worker processes accept them).
 	KernelSpread bool `json:"kernel_spread,omitempty"`
+	// HandshakeCPU is Go's full TLS handshake measured here (see
+	// measureHandshake); 0 without TLS or when the scenario sets its own.
+	HandshakeCPU time.Duration `json:"handshake_cpu,omitempty"`
 }
 
 // labProc is the process that runs one variant: in a private network and
@@ -165,12 +168,10 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 	}
 	lp.exe = exe
 	lp.t0 = time.Now()
-	if os.Getenv("CONNLAB_NOBOOST") == "" {
-		if err := raisePriority(); err != nil {
-			rep.Notes = append(rep.Notes, "ran at normal CPU priority (raising it was refused: "+err.Error()+"); a busy machine slows real runs down")
-		} else {
-			rep.Components = append(rep.Components, "CPU priority nice -20 (lab process, workers and servers)")
-		}
+	if err := raisePriority(); err != nil {
+		rep.Notes = append(rep.Notes, "ran at normal CPU priority (raising it was refused: "+err.Error()+"); a busy machine slows real runs down")
+	} else {
+		rep.Components = append(rep.Components, "CPU priority nice -20 (lab process, workers and servers)")
 	}
 
 	if job.Isolated {
@@ -186,6 +187,14 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 		if err := writeSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", lo, hi)); err != nil {
 			return nil, err
 		}
+	}
+	if s.TLS != "none" && s.HandshakeCPU == 0 {
+		hs, err := measureHandshake(&job.Certs, s.TLS, s.Cert)
+		if err != nil {
+			return nil, fmt.Errorf("harness: measuring a TLS handshake: %w", err)
+		}
+		rep.HandshakeCPU = hs
+		rep.Components = append(rep.Components, fmt.Sprintf("Go crypto/tls: a full TLS %s handshake (%s) costs %s of CPU here; the model is given the same (handshake_cpu), not OpenSSL's speed", s.TLS, s.Cert, sim.FormatDuration(hs)))
 	}
 	var cleanup []func()
 	defer func() {

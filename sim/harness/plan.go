@@ -120,8 +120,10 @@ type VariantPlan struct {
 	Ports bool
 	// KernelTWReuse is the tcp_tw_reuse value the namespace gets.
 	KernelTWReuse int
-	// Timing: connection counts depend on how requests overlap (rule 5).
+	// Timing: connection counts depend on how requests overlap (rule 7).
 	Timing bool
+	// Overlap: requests overlap (several users, or an open loop).
+	Overlap bool
 }
 
 // Plan is how a block runs for real.
@@ -316,8 +318,8 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 		return err
 	}
 	vp.Scenario = s
-	overlap := s.Load == "open" || s.Concurrency > 1
-	vp.Timing = overlap && (s.Reuse == "pool" || s.Reuse == "upstream-keepalive")
+	vp.Overlap = s.Load == "open" || s.Concurrency > 1
+	vp.Timing = vp.Overlap && (s.Reuse == "pool" || s.Reuse == "upstream-keepalive")
 	return nil
 }
 

@@ -106,7 +106,7 @@ func (u *proxyUsers) transport(user int) *http.Transport {
 		rtt := u.s.ClientRTT
 		tr = &http.Transport{
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				c, err := Dialer{RTT: rtt}.DialContext(ctx, network, addr)
+				c, _, err := Dialer{RTT: rtt}.DialGated(ctx, network, addr)
 				if err != nil {
 					return nil, err
 				}

@@ -189,11 +189,11 @@ func (rc *redisClient) dial(ctx context.Context, network, addr string) (net.Conn
 	s := &w.cfg.Scenario
 	c := &clientConn{w: w, reason: rc.closeReason, dialStart: time.Now()}
 	c.dnsDone = c.dialStart
-	raw, err := Dialer{RTT: s.RTT}.DialContext(ctx, "tcp", addr)
+	raw, ready, err := Dialer{RTT: s.RTT}.DialGated(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	c.connDone = time.Now()
+	c.connDone = ready
 	c.localPort = raw.LocalAddr().(*net.TCPAddr).Port
 	c.id = w.nextConn()
 	c.Conn = path{Half: s.RTT / 2}.wrap(raw)

@@ -34,6 +34,13 @@ func holdTimestamps() {
 }
 
 func newStampedReader(c net.Conn) *stampedReader {
+	for {
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = u.NetConn()
+	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return nil

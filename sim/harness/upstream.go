@@ -237,9 +237,17 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 		if n == 1 {
 			work += u.cfg.ConnTime
 		}
-		u.work.do(arrived, work)
 		out = u.response(out[:0], id, n, keep, req.ProtoAtLeast(1, 1))
-		if _, err := conn.Write(out); err != nil {
+		end := u.work.do(arrived, work)
+		dc, _ := raw.(*delayConn)
+		if dc != nil {
+			dc.backdate(end)
+		}
+		_, err = conn.Write(out)
+		if dc != nil {
+			dc.backdate(time.Time{})
+		}
+		if err != nil {
 			return
 		}
 		if keep {
@@ -321,10 +329,11 @@ func newWorkQueue(limit int) *workQueue {
 	return q
 }
 
-func (q *workQueue) do(arrived time.Time, work time.Duration) {
+func (q *workQueue) do(arrived time.Time, work time.Duration) (end time.Time) {
 	if q.limit == 0 {
-		SleepUntil(arrived.Add(work))
-		return
+		end = arrived.Add(work)
+		SleepUntil(end)
+		return end
 	}
 	q.mu.Lock()
 	t := q.issued
@@ -344,7 +353,7 @@ func (q *workQueue) do(arrived time.Time, work time.Duration) {
 	if q.free[slot].After(start) {
 		start = q.free[slot]
 	}
-	end := start.Add(work)
+	end = start.Add(work)
 	q.free[slot] = end
 	q.cond.Broadcast()
 	q.mu.Unlock()
@@ -353,4 +362,5 @@ func (q *workQueue) do(arrived time.Time, work time.Duration) {
 	q.busy--
 	q.cond.Broadcast()
 	q.mu.Unlock()
+	return end
 }
