@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lineFeed hands a running command's output over line by line.
+type lineFeed struct {
+	lines chan string
+}
+
+func (f *lineFeed) reader(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f.lines <- sc.Text()
+	}
+	close(f.lines)
+}
+
+// TestUpstream starts sim upstream, calls it twice on one connection the
+// way the printed curl command does (with a Go client), and stops it.
+func TestUpstream(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	feed := &lineFeed{lines: make(chan string, 100)}
+	go feed.reader(pr)
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		done <- Run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: &errb},
+			[]string{"upstream", "--rtt", "20ms", "--tls", "1.3", "--server-time", "0s", "--response-bytes", "500"})
+		pw.Close()
+	}()
+	var url, caFile, curl string
+	for l := range feed.lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 2 && f[0] == "upstream":
+			url = f[1]
+		case len(f) >= 2 && f[0] == "CA":
+			caFile = f[1]
+		case strings.HasPrefix(l, "  curl "):
+			curl = l
+		}
+		if strings.HasPrefix(l, "serving until Ctrl-C") {
+			break
+		}
+	}
+	if url == "" || caFile == "" || !strings.Contains(curl, "--cacert "+caFile) || !strings.Contains(curl, "%{time_appconnect}") {
+		t.Fatalf("output: url %q ca %q curl %q; stderr %s", url, caFile, curl, errb.String())
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	port := url[strings.LastIndex(url, ":")+1 : len(url)-1]
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+port) // curl --resolve
+		},
+	}
+	var took []time.Duration
+	for range 2 {
+		st := time.Now()
+		resp, err := (&http.Client{Transport: tr}).Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took = append(took, time.Since(st))
+		if resp.StatusCode != 200 || len(b) == 0 || len(b) >= 500 {
+			t.Fatalf("status %d, %d bytes", resp.StatusCode, len(b))
+		}
+	}
+	// New connection: the handshake's round trip charged on the first bytes,
+	// TLS 1.3 (1 RTT), the request (1 RTT). Reused: 1 RTT.
+	if took[0] < 60*time.Millisecond || took[1] < 20*time.Millisecond || took[1] > 40*time.Millisecond {
+		t.Errorf("calls took %v, want about 60 ms then 20 ms", took)
+	}
+	tr.CloseIdleConnections()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+	var rest []string
+	for l := range feed.lines {
+		rest = append(rest, l)
+	}
+	if !strings.Contains(strings.Join(rest, "\n"), "stopped: 2 requests on 1 connections") {
+		t.Errorf("after Ctrl-C: %q", rest)
+	}
+	if _, err := os.Stat(caFile); !os.IsNotExist(err) {
+		t.Errorf("CA file left behind: %v", err)
+	}
+}
+
+func TestUpstreamErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"upstream", "--listen", "0.0.0.0:0"}, "only loopback"},
+		{[]string{"upstream", "--dns-listen", "192.0.2.1:53"}, "only loopback"},
+		{[]string{"upstream", "--rtt", "fast"}, "--rtt: rtt: want a duration"},
+		{[]string{"upstream", "--tls", "1.4"}, "--tls: tls: want one of none, 1.2, 1.3"},
+		{[]string{"upstream", "extra"}, "takes no arguments"},
+	} {
+		out, errs, code := runSim(t, c.args...)
+		if code != 2 || !strings.Contains(out+errs, c.want) {
+			t.Errorf("sim %v: exit %d, %q; want exit 2 with %q", c.args, code, out+errs, c.want)
+		}
+	}
+}
