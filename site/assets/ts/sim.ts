@@ -34,14 +34,24 @@ function start(): void {
     void w.run(d.mode === "real" ? "real" : "model");
   });
   // Find out early whether a server answers, so the page can say so; with
-  // one, the small blocks run at once, so the page opens on live results.
+  // one, a small block runs by itself when it comes into view, so the reader
+  // finds live results (one block at a time, not the whole page at once).
   if (widgets.size) {
     void socket.connect().then((ok) => {
       document.documentElement.dataset.simServer = ok ? "live" : "none";
-      for (const w of widgets.values()) {
-        if (!ok) w.noServer();
-        else if (w.small() && w.idle()) void w.run("model");
+      if (!ok) {
+        for (const w of widgets.values()) w.noServer();
+        return;
       }
+      const seen = new IntersectionObserver((entries) => {
+        for (const e of entries) {
+          if (!e.isIntersecting) continue;
+          seen.unobserve(e.target);
+          const w = widgets.get((e.target as HTMLElement).dataset.simBlock || "");
+          if (w && w.idle()) void w.run("model", true);
+        }
+      }, { rootMargin: "100px" });
+      for (const w of widgets.values()) if (w.small()) seen.observe(w.element);
     });
   }
   // A printed lab (a worksheet) shows each scenario's TOML.

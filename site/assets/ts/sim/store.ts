@@ -36,6 +36,10 @@ export class VariantData {
   series: Sample[] | null = null;
   error = "";
   truncated = 0;
+  // Rows the build-time run had (calls, connections): charts take that room
+  // from the start, so a run filling them does not shift the page.
+  expectCalls = 0;
+  expectSocks = 0;
   private byId = new Map<number, Sock>();
   private byPort = new Map<number, Sock>();
   private twQueue: Record<string, Sock[]> = { client: [], server: [] };

@@ -54,10 +54,12 @@ export class Timeline {
     // The gauge when there are too many sockets for rows, or when the
     // events were cut short and a complete time series is at hand.
     this.gauge = n > MAX_ROWS || (d.truncated > 0 && !!d.series && d.series.length > 1) || (n === 0 && !!d.series && d.series.length > 1);
+    const room = Math.max(n, d.expectSocks);
+    if (!this.gauge && room > MAX_ROWS && n === 0) this.gauge = true; // the run will need the gauge
     this.hi = this.gauge ? hiGauge : hiRows;
-    this.rowH = n <= 12 ? 16 : n <= 40 ? 9 : 4;
+    this.rowH = room <= 12 ? 16 : room <= 40 ? 9 : 4;
     this.left = this.gauge ? 62 : 44;
-    const view = this.gauge ? 170 : n === 0 ? 48 : Math.min(14 + n * this.rowH, MAX_VIEW);
+    const view = this.gauge ? 170 : room === 0 ? 48 : Math.min(14 + room * this.rowH, MAX_VIEW);
     setHeight(this.scroll, view);
     setHeight(this.spacer, this.gauge ? 0 : Math.max(0, 14 + n * this.rowH - view));
     this.root.dataset.sockets = String(n);

@@ -42,8 +42,9 @@ export class Waterfall {
     this.data = d;
     this.x = x;
     const n = d.calls.length;
-    this.rowH = rowHeight(n);
-    const view = n === 0 ? 48 : Math.min(n * this.rowH, MAX_VIEW);
+    const room = Math.max(n, d.expectCalls);
+    this.rowH = rowHeight(room);
+    const view = room === 0 ? 48 : Math.max(Math.min(room * this.rowH, MAX_VIEW), 20);
     setHeight(this.scroll, view);
     setHeight(this.spacer, Math.max(0, n * this.rowH - view));
     this.canvas.setAttribute("aria-label", t("w_waterfall") + ": " + int(n) + " " + t("m_calls"));

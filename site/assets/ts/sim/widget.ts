@@ -50,6 +50,7 @@ export class Widget {
   private dropped = 0;
   private callsStale = true; // the calls table does not show the last run yet
   private finishedRun = false; // a run ended; the next drawing completes it
+  private auto = false; // the current run was started by the page itself
   private alignSet = false; // the reader chose; until then, many rows align
   private defaults = true; // the run uses the block's own parameters
 
@@ -168,6 +169,10 @@ export class Widget {
         d.error = b.error || "";
         d.series = b.series && b.series.length ? b.series : null;
         if (b.summary && b.summary.calls > 0) d.addMedian(b.summary);
+        if (b.summary) {
+          d.expectCalls = b.summary.calls;
+          d.expectSocks = b.summary.connects;
+        }
       }
       return d;
     });
@@ -206,8 +211,24 @@ export class Widget {
     this.panesEl.dataset.count = String(vs.length);
   }
 
+  // fresh is an empty variant for a run; with the block's own parameters it
+  // expects the build-time run's rows (the charts keep their size).
+  private fresh(name: string, label: string, settings: Record<string, unknown>): VariantData {
+    const d = new VariantData(name, label, settings);
+    const b = this.data.results?.variants?.find((x) => x.name === name);
+    if (b?.summary && Object.keys(this.controls.params()).length === 0 && this.controls.seedValue() === undefined) {
+      d.expectCalls = b.summary.calls;
+      d.expectSocks = b.summary.connects;
+    }
+    return d;
+  }
+
   private variant(name?: string): VariantData | undefined {
     return this.panes.find((p) => p.d.name === name)?.d;
+  }
+
+  get element(): HTMLElement {
+    return this.fig;
   }
 
   // small reports whether the block is cheap enough to run on its own when
@@ -234,7 +255,10 @@ export class Widget {
     this.updateCommand();
   }
 
-  async run(mode: string): Promise<void> {
+  // run starts a run of the block in mode ("model" or "real"). A run the
+  // page starts on its own (auto) shows its results but does not set
+  // data-ready, which marks the end of a run someone asked for.
+  async run(mode: string, auto = false): Promise<void> {
     if (!this.controls.valid()) {
       this.setStatus(t("w_failed"), true);
       return;
@@ -243,6 +267,8 @@ export class Widget {
     if (this.runId) this.cancel(true);
     // Synchronously, so that whoever pressed Run sees the last run's marks
     // gone at once.
+    this.finishedRun = false;
+    this.auto = auto;
     delete this.fig.dataset.ready;
     delete this.fig.dataset.events;
     delete this.fig.dataset.dropped;
@@ -265,7 +291,7 @@ export class Widget {
     this.dropped = 0;
     this.notes.replaceChildren();
     this.checks = null;
-    this.setPanes(this.data.variants.map((v) => new VariantData(v.name, v.label, v.settings)));
+    this.setPanes(this.data.variants.map((v) => this.fresh(v.name, v.label, v.settings)));
     this.renderCalls(); // empties the table until this run is done
     this.callsStale = true;
     this.fig.dataset.state = "running";
@@ -306,7 +332,7 @@ export class Widget {
           const defs = this.data.variants;
           this.setPanes(names.map((v) => {
             const def = defs.find((x) => x.name === v.name);
-            return new VariantData(v.name, v.label || def?.label || v.name, def?.settings || {});
+            return this.fresh(v.name, v.label || def?.label || v.name, def?.settings || {});
           }));
         }
         this.setStatus(this.real ? t("w_running_real") : t("w_running"));
@@ -355,7 +381,7 @@ export class Widget {
         }
         this.checks = m.checks || null;
         this.fig.dataset.events = String(this.events);
-        this.finishedRun = true;
+        this.finishedRun = !this.auto;
         this.finish();
         const elapsed = num(m.elapsed_ms || 0);
         this.setStatus(this.real ? t("w_done_real", { ms: elapsed }) : t("w_done", { events: int(this.events), ms: elapsed }), false, "done");
