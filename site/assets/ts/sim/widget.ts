@@ -169,7 +169,7 @@ export class Widget {
         d.error = b.error || "";
         d.series = b.series && b.series.length ? b.series : null;
         if (b.summary && b.summary.calls > 0) d.addMedian(b.summary);
-        if (b.summary) {
+        if (b.summary && this.small()) {
           d.expectCalls = b.summary.calls;
           d.expectSocks = b.summary.connects;
         }
@@ -216,7 +216,7 @@ export class Widget {
   private fresh(name: string, label: string, settings: Record<string, unknown>): VariantData {
     const d = new VariantData(name, label, settings);
     const b = this.data.results?.variants?.find((x) => x.name === name);
-    if (b?.summary && Object.keys(this.controls.params()).length === 0 && this.controls.seedValue() === undefined) {
+    if (b?.summary && this.small() && Object.keys(this.controls.params()).length === 0 && this.controls.seedValue() === undefined) {
       d.expectCalls = b.summary.calls;
       d.expectSocks = b.summary.connects;
     }
