@@ -147,7 +147,10 @@ func labMain(stdin io.Reader, stdout io.Writer) error {
 	if err := json.Unmarshal(m.Config, &lp.job); err != nil {
 		return fmt.Errorf("harness: lab process: bad job: %v", err)
 	}
+	stop := make(chan struct{})
+	go out.flushEvery(50*time.Millisecond, stop)
 	rep, err := lp.run(context.Background())
+	close(stop)
 	if err == nil {
 		err = lp.err
 	}

@@ -95,7 +95,7 @@ func (d *dispatcher) start(ctx context.Context) error {
 func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	lp := d.lp
 	cfg := workerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: id, Upstream: lp.upstreamAddr,
-		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM}
+		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM, Warm: &lp.job.Certs}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err

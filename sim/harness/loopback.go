@@ -100,3 +100,12 @@ func (g *gateConn) Write(p []byte) (int, error) {
 
 // NetConn returns the TCP connection, as tls.Conn's does.
 func (g *gateConn) NetConn() net.Conn { return g.Conn }
+
+// closeReset closes a probe connection with a reset, which leaves no
+// TIME_WAIT socket behind.
+func closeReset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}

@@ -308,7 +308,7 @@ http {
 	for {
 		c, err := net.DialTimeout("tcp", n.addr, time.Second)
 		if err == nil {
-			c.Close()
+			closeReset(c) // no TIME_WAIT to count against the run
 			break
 		}
 		select {

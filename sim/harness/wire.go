@@ -81,7 +81,15 @@ type lineWriter struct {
 
 func newLineWriter(w io.Writer) *lineWriter { return &lineWriter{w: bufio.NewWriterSize(w, 64<<10)} }
 
-func (l *lineWriter) send(m *msg) error {
+func (l *lineWriter) send(m *msg) error { return l.write(m, true) }
+
+// event writes an event without flushing: events are many, and every
+// flush wakes the reading process up while a measurement may be running.
+// Whoever sends the next control message (done, result) flushes them, and
+// so does flushEvery.
+func (l *lineWriter) event(e *sim.Event) error { return l.write(&msg{Ev: toWire(e)}, false) }
+
+func (l *lineWriter) write(m *msg, flush bool) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -92,13 +100,35 @@ func (l *lineWriter) send(m *msg) error {
 		return l.err
 	}
 	b = append(b, '\n')
-	if _, l.err = l.w.Write(b); l.err == nil {
+	if _, l.err = l.w.Write(b); l.err == nil && flush {
 		l.err = l.w.Flush()
 	}
 	return l.err
 }
 
-func (l *lineWriter) event(e *sim.Event) error { return l.send(&msg{Ev: toWire(e)}) }
+func (l *lineWriter) flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = l.w.Flush()
+	}
+	return l.err
+}
+
+// flushEvery flushes l every d until stop is closed, so a live view gets
+// events in batches.
+func (l *lineWriter) flushEvery(d time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			l.flush()
+		}
+	}
+}
 
 // lineReader reads msgs; lines are bounded so a broken peer cannot grow
 // memory without end.

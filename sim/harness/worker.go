@@ -25,6 +25,9 @@ type workerConfig struct {
 	DNS      string       `json:"dns,omitempty"`
 	Redis    string       `json:"redis,omitempty"`
 	CAPEM    []byte       `json:"ca,omitempty"`
+	// Warm, the harness's certificates, asks the worker to warm its code up
+	// before it says it is ready (see warmUp).
+	Warm *Certs `json:"warm,omitempty"`
 }
 
 // A worker is one PHP-like worker process (PHP-FPM child, php -S worker):
@@ -224,6 +227,12 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 		out.send(&msg{Error: err.Error()})
 		return err
 	}
+	if cfg.Warm != nil {
+		if err := warmUp(cfg); err != nil {
+			out.send(&msg{Error: err.Error()})
+			return err
+		}
+	}
 	if err := out.send(&msg{Ready: true}); err != nil {
 		return err
 	}
@@ -259,3 +268,54 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 
 // redisKey is the key request n writes and reads back.
 func redisKey(n int) string { return "test:" + strconv.Itoa(n) }
+
+// warmUp runs a few calls of the worker's kind against a private server in
+// this process, with no delay, before the worker says it is ready. A fresh
+// process pays for its first TLS handshake, HTTP exchange or Redis command
+// with page faults and lazy initialisation (a millisecond or more); a
+// worker that has served for a while (PHP-FPM's) does not, and neither does
+// the model. The private server and clients are dropped afterwards: no
+// connection, session or DNS answer carries over.
+func warmUp(cfg workerConfig) error {
+	s := cfg.Scenario
+	s.RTT, s.DNS, s.ServerTime, s.ServerConnTime, s.AppTime = 0, 0, 0, 0, 0
+	s.KeepaliveTimeout, s.Reuse = 0, "request"
+	wc := workerConfig{Setup: cfg.Setup, Scenario: s, Worker: cfg.Worker, CAPEM: cfg.Warm.CAPEM}
+	switch cfg.Setup {
+	case SetupHTTP:
+		up, err := StartUpstream("", upstreamConfig(&s, 0, false), cfg.Warm, nil)
+		if err != nil {
+			return err
+		}
+		defer up.Close()
+		wc.Upstream = up.Addr()
+		w, err := newWorker(wc, func(*sim.Event) {})
+		if err != nil {
+			return err
+		}
+		for i := range 3 {
+			h := w.newHTTPClient()
+			for n := 1; n <= 2; n++ {
+				if e := w.httpCall(context.Background(), h, h, h, i+1, n, nil); e.Error != "" {
+					return fmt.Errorf("harness: worker warm-up: %s", e.Error)
+				}
+			}
+			h.closeIdle("warm-up")
+		}
+	case SetupRedis:
+		r, err := startRedis(false)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		wc.Redis = r.addr
+		w, err := newWorker(wc, func(*sim.Event) {})
+		if err != nil {
+			return err
+		}
+		for i := range 3 {
+			w.serveRedis(context.Background(), &job{Req: i + 1})
+		}
+	}
+	return nil
+}
