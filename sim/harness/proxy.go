@@ -295,7 +295,7 @@ http {
 		return nil, err
 	}
 	n.cmd = exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	n.cmd.SysProcAttr = childAttr()
 	var stderr bytes.Buffer
 	n.cmd.Stderr = &stderr
 	if err := n.cmd.Start(); err != nil {

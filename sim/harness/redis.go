@@ -71,7 +71,7 @@ func startRedisServer(bin string) (*redisServer, error) {
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", "", "--loglevel", "warning",
 		"--protected-mode", "yes", "--timeout", "0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
