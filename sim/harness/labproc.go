@@ -283,7 +283,7 @@ func (lp *labProc) setPorts(rep *variantReport) error {
 
 func (lp *labProc) finish(rep *variantReport, smp *sampler) (*variantReport, error) {
 	s := &lp.job.Scenario
-	tw, stw, open, err := smp.finish(2*max(s.RTT, s.ClientRTT) + 100*time.Millisecond)
+	tw, stw, open, err := smp.finish(max(s.RTT, s.ClientRTT)/2+10*time.Millisecond, 2*max(s.RTT, s.ClientRTT)+100*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("harness: reading /proc/net/tcp: %w", err)
 	}

@@ -162,12 +162,13 @@ func (s *sampler) sample() {
 	s.openPk = max(s.openPk, c.open)
 }
 
-// finish waits up to settle for closes in progress to complete (a FIN
+// finish waits grace, then up to settle for closes in progress to complete (a FIN
 // crosses the emulated path in half a round trip; the model counts the
 // TIME_WAIT at once), takes a last sample and stops.
-func (s *sampler) finish(settle time.Duration) (tw, stw, open int, err error) {
+func (s *sampler) finish(grace, settle time.Duration) (tw, stw, open int, err error) {
 	close(s.stop)
 	<-s.done
+	time.Sleep(grace) // a close made at a client's end of the path leaves half a round trip later
 	for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		if c, err := readSockets(s.port); err != nil || c.closing == 0 {
 			break

@@ -263,7 +263,7 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 	}
 	wg.Wait()
 	w.exit()
-	return nil
+	return out.flush()
 }
 
 // redisKey is the key request n writes and reads back.
