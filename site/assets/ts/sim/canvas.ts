@@ -173,7 +173,8 @@ export function hatch(ctx: CanvasRenderingContext2D, color: string): CanvasPatte
 // Width tracks an element's content width with a ResizeObserver, so that
 // drawing never reads layout: a forced layout per chart is what makes a
 // long page stutter under a fast stream. Until the observer reports, a new
-// chart takes the width the last chart of its kind had.
+// chart takes the width the last chart of its kind had, or is not drawn:
+// the observer's first report, right after layout, draws it.
 export class Width {
   private static hint = new Map<string, number>();
   value = 0;
@@ -187,8 +188,8 @@ export class Width {
       }
     }).observe(target);
   }
-  get(fallback: number): number {
-    return this.value || Width.hint.get(this.target.className) || fallback;
+  get(): number {
+    return this.value || Width.hint.get(this.target.className) || 0;
   }
 }
 

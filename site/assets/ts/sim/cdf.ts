@@ -36,7 +36,8 @@ export class CDF {
 
   render(vs: VariantData[]): void {
     this.last = vs;
-    const w = this.width.get(400);
+    const w = this.width.get();
+    if (!w) return; // drawn when the ResizeObserver reports
     const ctx = setup(this.canvas, w, H);
     const left = 62;
     const right = w - 14;

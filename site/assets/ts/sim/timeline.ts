@@ -75,7 +75,8 @@ export class Timeline {
   draw(): void {
     const d = this.data;
     if (!d) return;
-    const w = this.width.get(300);
+    const w = this.width.get();
+    if (!w) return; // drawn when the ResizeObserver reports
     const view = parseFloat(this.scroll.style.height) || 48;
     const ctx = setup(this.canvas, w, view);
     if (this.gauge) this.drawGauge(ctx, d, w, view);
