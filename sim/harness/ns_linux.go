@@ -82,7 +82,8 @@ func raisePriority() error {
 		if err != nil {
 			continue
 		}
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, -20); err != nil && first == nil {
+		err = syscall.Setpriority(syscall.PRIO_PROCESS, tid, -20)
+		if err != nil && err != syscall.ESRCH && first == nil { // ESRCH: the thread has ended
 			first = err
 		}
 	}
