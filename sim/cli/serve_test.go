@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -224,5 +225,82 @@ func TestServeAddr(t *testing.T) {
 		if loopback != tc.loopback || (err == nil) != tc.ok {
 			t.Errorf("checkAddr(%s, %v) = %v, %v", tc.addr, tc.remote, loopback, err)
 		}
+	}
+}
+
+// TestServeRealRun presses "Run real" through sim serve: the block runs on
+// real loopback servers (the harness), streams measured events, and the
+// done message sets each variant beside the model of the scenario that ran.
+func TestServeRealRun(t *testing.T) {
+	base, stop := startServe(t, "--addr", "127.0.0.1:0", "--public", t.TempDir(), "--labs", "../../labs")
+	defer stop()
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/ws"
+	c, _, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"run","id":"r","lab":"php-persistent-share","block":"across-requests","mode":"real","params":{}}`))
+	type summary struct {
+		NumConnects []int `json:"num_connects"`
+		Connects    int   `json:"connects"`
+	}
+	var done struct {
+		Type     string `json:"type"`
+		Message  string `json:"message"`
+		Variants []struct {
+			Name    string   `json:"name"`
+			Summary *summary `json:"summary"`
+			Model   *summary `json:"model"`
+			Compare []struct {
+				Phase string `json:"phase"`
+			} `json:"compare"`
+		} `json:"variants"`
+	}
+	calls := 0
+	c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	for done.Type != "done" {
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Type   string `json:"type"`
+			Events []struct {
+				Kind string `json:"kind"`
+			} `json:"events"`
+		}
+		json.Unmarshal(data, &m)
+		for _, e := range m.Events {
+			if e.Kind == "call" {
+				calls++
+			}
+		}
+		if m.Type == "done" || m.Type == "error" {
+			json.Unmarshal(data, &done)
+			if m.Type == "error" {
+				t.Fatalf("real run: %s", data)
+			}
+		}
+	}
+	if calls != 20 {
+		t.Errorf("%d measured calls streamed, want 20 (2 variants × 10 requests)", calls)
+	}
+	if len(done.Variants) != 2 {
+		t.Fatalf("%d variants", len(done.Variants))
+	}
+	for _, v := range done.Variants {
+		if v.Summary == nil || v.Model == nil {
+			t.Fatalf("%s: summary %v, model %v", v.Name, v.Summary, v.Model)
+		}
+		if fmt.Sprint(v.Summary.NumConnects) != fmt.Sprint(v.Model.NumConnects) {
+			t.Errorf("%s: measured num_connects %v, model %v", v.Name, v.Summary.NumConnects, v.Model.NumConnects)
+		}
+		if len(v.Compare) != 5 {
+			t.Errorf("%s: %d phase rows, want 5", v.Name, len(v.Compare))
+		}
+	}
+	if got := done.Variants[1].Summary.Connects; got != 1 {
+		t.Errorf("persistent: %d connects measured, want 1", got)
 	}
 }

@@ -533,7 +533,7 @@ func (r *run) execReal() error {
 		}
 		st.add(variant, e)
 	}
-	res, err := s.opt.Real(ctx, r.sub, r.set, names, sink)
+	res, err := s.opt.Real(ctx, r.sub, r.set, names, r.seed, sink)
 	tick.Stop()
 	close(stop)
 	<-ticked
@@ -550,12 +550,45 @@ func (r *run) execReal() error {
 	if res == nil {
 		return errors.New("the real run returned no result")
 	}
-	model, err := r.sub.RunVariants(ctx, lab.RunOptions{Seed: r.seed, Set: r.set})
+	model, err := r.modelOf(ctx, res)
 	if err != nil {
 		return err
 	}
 	r.c.send(encode(r.doneMsg(res, model, []lab.Check{})))
 	return nil
+}
+
+// modelOf runs the model on the scenario each variant of a real run ran, so
+// the page sets like against like; a variant that reports none (a test
+// double) is modelled from the block with the run's settings.
+func (r *run) modelOf(ctx context.Context, res *lab.BlockResult) (*lab.BlockResult, error) {
+	var fallback *lab.BlockResult
+	model := &lab.BlockResult{ID: res.ID, Title: res.Title, Checks: []lab.Check{}}
+	for _, vr := range res.Variants {
+		mv := &lab.VariantResult{Name: vr.Name, Label: vr.Label, Error: vr.Error}
+		switch {
+		case vr.Scenario != nil:
+			m, err := sim.Run(ctx, *vr.Scenario, sim.Options{Seed: r.seed})
+			if err != nil {
+				return nil, err
+			}
+			mv.Scenario, mv.Summary = vr.Scenario, &m.Summary
+		case vr.Summary != nil:
+			if fallback == nil {
+				var err error
+				if fallback, err = r.sub.RunVariants(ctx, lab.RunOptions{Seed: r.seed, Set: r.set}); err != nil {
+					return nil, err
+				}
+			}
+			for _, fv := range fallback.Variants {
+				if fv.Name == vr.Name {
+					mv = fv
+				}
+			}
+		}
+		model.Variants = append(model.Variants, mv)
+	}
+	return model, nil
 }
 
 // DefaultCompare sets each phase's median against the model's: a phase is

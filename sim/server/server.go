@@ -30,7 +30,10 @@ import (
 // RealFunc runs the given variants of a block on real loopback servers
 // (harness.RunBlock). It calls sink for every event as it happens, possibly
 // from several goroutines, and returns when the run ends or ctx is done.
-type RealFunc func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(variant string, e *sim.Event)) (*lab.BlockResult, error)
+// Each returned variant's Scenario is the one that ran (a harness scales
+// long timers and port ranges): the server models that scenario to set
+// beside the measurement.
+type RealFunc func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(variant string, e *sim.Event)) (*lab.BlockResult, error)
 
 // Options configure a Server. The zero value serves nothing but /ws with no
 // pages; set at least Labs.

@@ -385,7 +385,7 @@ func TestBadMessages(t *testing.T) {
 // A bad parameter names its key, whether one key is wrong or the scenario
 // they make together is; limits name the key too.
 func TestBadParams(t *testing.T) {
-	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
 		t.Error("a refused real run ran")
 		return nil, nil
 	}})
@@ -452,7 +452,7 @@ func goroutinesBack(t *testing.T, base int) {
 func TestCloseCancelsRuns(t *testing.T) {
 	var realCancelled atomic.Bool
 	realStarted := make(chan struct{})
-	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
 		close(realStarted)
 		<-ctx.Done()
 		realCancelled.Store(true)
@@ -488,7 +488,7 @@ func TestCloseCancelsRuns(t *testing.T) {
 
 // A cancel message stops a run: an error "cancelled", no done.
 func TestCancel(t *testing.T) {
-	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
@@ -519,7 +519,7 @@ type fakeReal struct {
 	variants [][]string
 }
 
-func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
 	f.mu.Lock()
 	f.running++
 	f.calls++
@@ -718,7 +718,7 @@ func TestModelBackpressure(t *testing.T) {
 }
 
 func TestRunsPerSocket(t *testing.T) {
-	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
@@ -869,7 +869,7 @@ func TestPages(t *testing.T) {
 // Close ends every socket and run, and Serve returns on ctx.
 func TestServeShutdown(t *testing.T) {
 	base := runtime.NumGoroutine()
-	s := New(Options{Labs: []string{labsDir}, Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+	s := New(Options{Labs: []string{labsDir}, Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
