@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,21 @@ type fakeStream struct {
 	variants int
 	calls    int
 	rate     float64
+
+	once    sync.Once
+	batches [][]byte // encoded once: under the race detector encoding is slow
+	counts  []int
+}
+
+// batch returns the events as encoded batches, made once.
+func (f *fakeStream) batch() ([][]byte, []int) {
+	f.once.Do(func() {
+		f.events(func(b []byte, n int) {
+			f.batches = append(f.batches, append([]byte(nil), b...))
+			f.counts = append(f.counts, n)
+		})
+	})
+	return f.batches, f.counts
 }
 
 func (f *fakeStream) eventsPerVariant() int { return f.calls / 4 * 7 }
@@ -116,19 +132,20 @@ func (f *fakeStream) run(c *websocket.Conn, id string) {
 	sent := 0
 	head := `{"type":"events","id":` + strconv.Quote(id) + `,"variant":`
 	var done []map[string]any
+	batches, counts := f.batch()
 	for v, name := range names {
-		f.events(func(batch []byte, n int) {
+		for i, batch := range batches {
 			msg := head + strconv.Quote(name) + `,"events":[` + string(batch) + `]}`
 			if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 				return
 			}
-			sent += n
+			sent += counts[i]
 			if f.rate > 0 {
 				if ahead := time.Duration(float64(sent)/f.rate*float64(time.Second)) - time.Since(begin); ahead > 0 {
 					time.Sleep(ahead)
 				}
 			}
-		})
+		}
 		calls := f.calls
 		done = append(done, map[string]any{"name": name, "label": "variant " + strconv.Itoa(v+1), "summary": map[string]any{
 			"requests": calls, "calls": calls, "connects": (calls + 3) / 4, "reused": calls - (calls+3)/4, "errors": 0, "port_errors": 0,
