@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
 )
@@ -306,12 +307,37 @@ func TestBrowserStream(t *testing.T) {
 
 // BenchmarkWidgetStream streams 4 × 49,000 events unpaced to one page and
 // reports the events per second the page took and its longest task.
-func BenchmarkWidgetStream(b *testing.B) {
+// BenchmarkStreamDiscard is the same with a page that drops the events
+// before the widget sees them: the transport's own limit, to compare with.
+func BenchmarkWidgetStream(b *testing.B)  { benchStream(b, false) }
+func BenchmarkStreamDiscard(b *testing.B) { benchStream(b, true) }
+
+// discardEventsJS makes the page's WebSocket drop `events` messages before
+// any handler sees them.
+const discardEventsJS = `(() => {
+  const WS = window.WebSocket;
+  window.WebSocket = function (u, p) {
+    const ws = new WS(u, p);
+    let h = null;
+    Object.defineProperty(ws, "onmessage", {
+      set(fn) { h = fn; ws.addEventListener("message", (e) => { if (!(typeof e.data === "string" && e.data.startsWith('{"type":"events"'))) h(e); }); },
+      get() { return h; },
+    });
+    return ws;
+  };
+})()`
+
+func benchStream(b *testing.B, discard bool) {
 	s := site(b)
 	ctx := browser(b)
+	if discard {
+		if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: discardEventsJS}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	f := &fakeStream{variants: 4, calls: 28_000}
 	base := listenFake(b, s, f)
-	var events int
+	events := 0
 	var took time.Duration
 	var longest float64
 	for b.Loop() {
@@ -319,7 +345,11 @@ func BenchmarkWidgetStream(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		events += r.events
+		if discard {
+			events += f.variants * f.eventsPerVariant()
+		} else {
+			events += r.events
+		}
 		took += r.elapsed
 		longest = max(longest, r.longestTask)
 	}
