@@ -271,7 +271,7 @@ func serveWith(t *testing.T, s *builtSite, extra ...string) (base string, stdout
 func TestBrowserClass(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
-	base, out := serveWith(t, s, "--class", "--class-token", "teacher-token")
+	base, out := serveWith(t, s, "--class", "--class-token", "teacher-token", "--class-seed", "7")
 	if !strings.Contains(out.String(), "/class/teacher?token=teacher-token") {
 		t.Errorf("sim serve --class does not print the teacher's page: %s", out)
 	}
@@ -287,9 +287,10 @@ func TestBrowserClass(t *testing.T) {
 		status, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".ex-class-status").textContent`))
 		t.Fatalf("joining: %q %v", status, err)
 	}
-	// The class has a seed of its own (sim serve --class picks one): the
-	// question shows its round trip, and the answer is that plus 2 ms.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`/a round trip of \d+ms away/.test(document.querySelector("#exercise-warm-call .ex-question").textContent)`,
+	// The class has a seed of its own (7 here): once the page shows the
+	// class's numbers, the question gives its round trip, and the answer is
+	// that plus 2 ms.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#exercise-warm-call").dataset.seed === "7" && /a round trip of \d+ms away/.test(document.querySelector("#exercise-warm-call .ex-question").textContent)`,
 		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Fatal(err)
 	}

@@ -186,6 +186,7 @@ class Exercise {
       if (this.input) this.input.value = "";
     }
     this.hidden = hidden;
+    this.root.dataset.seed = String(inst.seed ?? 0); // which numbers the page shows
     if (inst.title) rich(this.title, inst.title);
     this.q.replaceChildren(rich(el("p"), inst.question));
     if (this.kind === "choice" && this.choicesEl && inst.choices) {
