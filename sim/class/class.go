@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/connlab/connlab/sim/server"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -74,7 +75,7 @@ func New(opt Options) (*Server, error) {
 		s.token = newToken()
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 4096, CheckOrigin: sameOrigin}
+	s.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 4096, CheckOrigin: server.SameOrigin}
 	return s, nil
 }
 
@@ -120,20 +121,6 @@ func (s *Server) Conns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
-}
-
-// sameOrigin accepts an upgrade without an Origin header (not a browser) or
-// whose Origin's host:port is the Host the request was sent to, as /ws does.
-func sameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return strings.EqualFold(u.Host, r.Host)
 }
 
 func (s *Server) isTeacher(token string) bool {

@@ -8,18 +8,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/server"
 )
 
-// serveReal runs blocks on real servers for `sim serve`; while it is nil
-// (the harness not wired in), real runs are answered with an error.
-// serveCompare sets a real run against the model as `sim validate` does;
-// nil uses server.DefaultCompare.
-var (
-	serveReal    server.RealFunc
-	serveCompare func(model, measured *sim.Summary) []server.CompareRow
-)
+// serveReal runs blocks on real servers for `sim serve` (serve_real.go);
+// while it is nil, real runs are answered with an error.
+var serveReal server.RealFunc
 
 func init() {
 	register(&command{
@@ -67,7 +61,6 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		Public:        *public,
 		Labs:          dirs,
 		Real:          serveReal,
-		Compare:       serveCompare,
 		LoopbackHosts: loopback,
 		Logf:          logf,
 	})

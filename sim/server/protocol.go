@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/connlab/connlab/sim/harness"
 	"strconv"
 	"time"
 
@@ -70,12 +71,12 @@ type outTruncated struct {
 // doneVariant is one variant of a done message. Model and Compare are only
 // set for real runs.
 type doneVariant struct {
-	Name    string       `json:"name"`
-	Label   string       `json:"label"`
-	Summary *sim.Summary `json:"summary"`
-	Error   string       `json:"error"`
-	Model   *sim.Summary `json:"model,omitempty"`
-	Compare []CompareRow `json:"compare,omitempty"`
+	Name    string             `json:"name"`
+	Label   string             `json:"label"`
+	Summary *sim.Summary       `json:"summary"`
+	Error   string             `json:"error"`
+	Model   *sim.Summary       `json:"model,omitempty"`
+	Compare []harness.PhaseRow `json:"compare,omitempty"`
 }
 
 type outDone struct {
@@ -84,16 +85,6 @@ type outDone struct {
 	Variants  []doneVariant `json:"variants"`
 	Checks    []lab.Check   `json:"checks"`
 	ElapsedMS float64       `json:"elapsed_ms"`
-}
-
-// CompareRow is one phase of a real run set against the model, as `sim
-// validate` prints it.
-type CompareRow struct {
-	Phase      string  `json:"phase"`
-	ModelMS    float64 `json:"model_ms"`
-	MeasuredMS float64 `json:"measured_ms"`
-	ErrorPct   float64 `json:"error_pct"`
-	OK         bool    `json:"ok"`
 }
 
 // encode marshals a server message. The out* types cannot fail to encode;

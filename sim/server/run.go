@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -466,11 +466,7 @@ func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) outDone {
 				if mv.Name == v.Name && mv.Summary != nil {
 					dv.Model = mv.Summary
 					if v.Summary != nil {
-						compare := r.c.s.opt.Compare
-						if compare == nil {
-							compare = DefaultCompare
-						}
-						dv.Compare = compare(mv.Summary, v.Summary)
+						dv.Compare = harness.ComparePhases(mv.Summary, v.Summary, harness.DefaultTolerance)
 					}
 				}
 			}
@@ -589,32 +585,4 @@ func (r *run) modelOf(ctx context.Context, res *lab.BlockResult) (*lab.BlockResu
 		model.Variants = append(model.Variants, mv)
 	}
 	return model, nil
-}
-
-// DefaultCompare sets each phase's median against the model's: a phase is
-// within tolerance when it differs by at most 5 % or 0.5 ms, whichever is
-// larger (sim validate's default rule, harness.DefaultTolerance).
-// Options.Compare replaces it, e.g. with harness.ComparePhases.
-func DefaultCompare(model, measured *sim.Summary) []CompareRow {
-	phases := []struct {
-		name   string
-		mo, me sim.Stat
-	}{
-		{"namelookup", model.NameLookup, measured.NameLookup},
-		{"connect", model.Connect, measured.Connect},
-		{"appconnect", model.AppConnect, measured.AppConnect},
-		{"starttransfer", model.StartTransfer, measured.StartTransfer},
-		{"total", model.Total, measured.Total},
-	}
-	rows := make([]CompareRow, 0, len(phases))
-	for _, p := range phases {
-		row := CompareRow{Phase: p.name, ModelMS: p.mo.P50, MeasuredMS: p.me.P50}
-		diff := p.me.P50 - p.mo.P50
-		if p.mo.P50 != 0 {
-			row.ErrorPct = math.Round(1000*diff/p.mo.P50) / 10
-		}
-		row.OK = math.Abs(diff) <= max(0.05*p.mo.P50, 0.5)
-		rows = append(rows, row)
-	}
-	return rows
 }

@@ -44,9 +44,6 @@ type Options struct {
 	Labs []string
 	// Real runs blocks on real servers; nil answers real runs with an error.
 	Real RealFunc
-	// Compare sets a real variant's summary against the model's, as `sim
-	// validate` does; nil uses DefaultCompare.
-	Compare func(model, measured *sim.Summary) []CompareRow
 	// LoopbackHosts makes the server refuse requests whose Host header is
 	// not a loopback name or address (127.0.0.0/8, ::1, localhost): a page
 	// on another site cannot reach it by pointing its own name at 127.0.0.1
@@ -197,7 +194,7 @@ func New(opt Options) *Server {
 		ReadBufferSize:   4096,
 		WriteBufferSize:  32 << 10,
 		HandshakeTimeout: 10 * time.Second,
-		CheckOrigin:      sameOrigin,
+		CheckOrigin:      SameOrigin,
 	}
 	s.hub = newHub()
 	go s.hub.run()
@@ -355,9 +352,9 @@ func serveParams(w http.ResponseWriter, r *http.Request) {
 	enc.Encode(sim.Params())
 }
 
-// sameOrigin accepts an upgrade without an Origin header (not a browser) or
-// whose Origin's host:port is the Host the request was sent to.
-func sameOrigin(r *http.Request) bool {
+// SameOrigin accepts a WebSocket upgrade without an Origin header (not a
+// browser) or whose Origin's host:port is the Host the request was sent to.
+func SameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
