@@ -31,7 +31,7 @@ func BenchmarkReusedCall(b *testing.B) {
 			s.RTT, s.DNS, s.ServerTime, s.KeepaliveRequests = rtt, 0, 0, 0
 			s.TLS = tlsV
 			s.Reuse = "process"
-			up, err := StartUpstream("", upstreamConfig(&s, rtt, false), certs, nil)
+			up, err := StartUpstream("", upstreamConfig(&s, rtt, ownClients), certs, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

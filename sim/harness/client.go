@@ -318,6 +318,7 @@ func (h *httpClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 	c.connDone = ready
 	c.localPort = raw.LocalAddr().(*net.TCPAddr).Port
 	c.id = w.nextConn()
+	raw = clientPath(s.RTT).wrap(raw) // the server→client half is held here
 	c.Conn, c.raw = raw, raw
 	w.emit(&sim.Event{Kind: sim.KindOpen, At: w.since(c.dnsDone), Conn: c.id, LocalPort: c.localPort})
 	if s.TLS != "none" {

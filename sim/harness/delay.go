@@ -15,13 +15,26 @@ const minRTO = 200 * time.Millisecond
 
 // A path is the network between a client and a server as the harness
 // emulates it in user space: this kernel has no netem, and loopback has no
-// delay of its own. It is applied at one end of a real TCP connection (see
+// delay of its own. It is applied to one end of a real TCP connection (see
 // delayConn), so TLS, HTTP and Redis round trips come out of the real
 // protocols.
+//
+// Each direction's delay is best applied where the bytes arrive (In), from
+// the kernel's receive timestamp: the receiving goroutine waits for the
+// bytes to fall due with a precise wait, so it is awake when they do, and
+// the wake-up of a process that sat idle while the bytes crossed the path
+// (150–300 µs on a small VM after a few milliseconds of idle, as much as the
+// effects the labs measure) is not added to the network's time. When the
+// other end is not the harness's (nginx, curl through sim upstream,
+// redis-server), both directions are delayed at the harness's end (Out for
+// what it sends), and that end's peer pays its own wake-up.
 type path struct {
-	// Half is the one-way delay, RTT/2, added to every byte in each
-	// direction, in order.
-	Half time.Duration
+	// In is the one-way delay added to the bytes arriving at this end,
+	// counted from the kernel's receive time, in order.
+	In time.Duration
+	// Out is the one-way delay added to the bytes this end sends, counted
+	// from the application's write.
+	Out time.Duration
 	// FirstExtra is added to the first bytes that arrive: the round trip
 	// of the TCP handshake, charged on the first bytes when the harness
 	// does not own the client's dialer (sim upstream with curl, say).
@@ -33,7 +46,7 @@ type path struct {
 	SlowStart *slowStart
 }
 
-func (p path) zero() bool { return p.Half == 0 && p.FirstExtra == 0 && p.SlowStart == nil }
+func (p path) zero() bool { return p.In == 0 && p.Out == 0 && p.FirstExtra == 0 && p.SlowStart == nil }
 
 // slowStart are the parameters of the emulated sender (RFC 5681 slow start,
 // no loss, window growing by one segment per acknowledged segment, as
@@ -51,32 +64,39 @@ func (p path) wrap(conn net.Conn) net.Conn {
 	if p.zero() {
 		return conn
 	}
-	c := &delayConn{raw: conn, p: p, wake: make(chan struct{}, 1), owake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &delayConn{raw: conn, p: p, wake: make(chan struct{}, 1), owake: make(chan struct{}, 1), done: make(chan struct{}),
+		direct: p.Out == 0 && p.SlowStart == nil}
 	if p.SlowStart != nil {
 		c.cc = &ccState{p: *p.SlowStart, cwnd: p.SlowStart.InitCwnd}
 	}
-	c.loops.Add(2)
+	c.loops.Add(1)
 	go c.readLoop()
-	go c.writeLoop()
+	if !c.direct {
+		c.loops.Add(1)
+		go c.writeLoop()
+	}
 	go func() { c.loops.Wait(); close(c.done) }()
 	return c
 }
 
 // A delayConn is one end of a real TCP connection seen through an emulated
 // path. A goroutine reads the socket as soon as bytes arrive and stamps
-// them; Read hands them to the application one-way delay later, in order.
-// Write queues the bytes and returns; a second goroutine puts them on the
-// socket when they are due (after the emulated window lets them go, when
-// slow start is emulated). Close is queued the same way, so the FIN leaves
-// when it would have arrived. If the application closes with bytes it never
-// read (a request that arrived as the keep-alive timer fired), the socket is
-// reset, as the kernel does with unread data.
+// them with the kernel's receive time; Read hands them to the application
+// the inbound delay later, in order. Writes go straight to the socket when
+// nothing delays or paces them (direct); otherwise Write queues the bytes
+// and returns, and a second goroutine puts them on the socket when they are
+// due (after the emulated window lets them go, when slow start is
+// emulated), everything due at once in one write. Close is queued the same
+// way, so the FIN leaves when it would have arrived. If the application
+// closes with bytes it never read (a request that arrived as the keep-alive
+// timer fired), the socket is reset, as the kernel does with unread data.
 type delayConn struct {
-	raw   net.Conn
-	p     path
-	cc    *ccState
-	loops sync.WaitGroup
-	done  chan struct{}
+	raw    net.Conn
+	p      path
+	cc     *ccState
+	direct bool
+	loops  sync.WaitGroup
+	done   chan struct{}
 
 	mu      sync.Mutex
 	in      []chunk   // received, not yet read by the application
@@ -88,12 +108,14 @@ type delayConn struct {
 	wake    chan struct{} // inbound data, an end, a deadline change or Close
 	closed  bool          // the application closed
 	readDue time.Time     // when the bytes Read returned last were due
-	writeAt time.Time     // see backdate
+	writeAt time.Time     // see cork
+	corked  bool
 
 	out     []chunk // queued writes; a nil data with close set is the close
 	owake   chan struct{}
 	werr    error
-	outLast time.Time // due time of the last byte put on the socket
+	wmu     sync.Mutex // direct writes
+	outLast time.Time  // due time of the last segment scheduled to leave
 }
 
 type chunk struct {
@@ -114,6 +136,20 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// tcpConn finds the TCP connection under conn's wrappers, if any.
+func tcpConn(conn net.Conn) *net.TCPConn {
+	for {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			return tc
+		}
+		u, ok := conn.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		conn = u.NetConn()
+	}
+}
+
 func (c *delayConn) readLoop() {
 	defer c.loops.Done()
 	buf := make([]byte, 16<<10)
@@ -129,7 +165,7 @@ func (c *delayConn) readLoop() {
 			now = time.Now()
 		}
 		c.mu.Lock()
-		due := now.Add(c.p.Half)
+		due := now.Add(c.p.In)
 		if !c.gotAny && n > 0 {
 			due = due.Add(c.p.FirstExtra)
 			c.gotAny = true
@@ -155,7 +191,7 @@ func (c *delayConn) readLoop() {
 	}
 }
 
-// Read returns bytes once their one-way delay has passed.
+// Read returns bytes once their inbound delay has passed.
 func (c *delayConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -173,11 +209,17 @@ func (c *delayConn) Read(p []byte) (int, error) {
 			h := &c.in[0]
 			if !h.at.After(now) {
 				c.readDue = h.at
-				n := copy(p, h.data)
-				h.data = h.data[n:]
-				if len(h.data) == 0 {
-					c.in[0] = chunk{}
-					c.in = c.in[1:]
+				n := 0
+				// Everything already due goes up at once, as from a socket.
+				for len(c.in) > 0 && n < len(p) && !c.in[0].at.After(now) {
+					h := &c.in[0]
+					m := copy(p[n:], h.data)
+					n += m
+					h.data = h.data[m:]
+					if len(h.data) == 0 {
+						c.in[0] = chunk{}
+						c.in = c.in[1:]
+					}
 				}
 				c.mu.Unlock()
 				return n, nil
@@ -226,35 +268,57 @@ func (c *delayConn) arrived() time.Time {
 	return c.readDue
 }
 
-// Write queues p and returns at once, as a write into a socket buffer does.
+// Write puts p on the socket (direct), or queues it and returns at once,
+// as a write into a socket buffer does.
 func (c *delayConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return 0, net.ErrClosed
 	}
 	if c.werr != nil {
-		return 0, c.werr
+		err := c.werr
+		c.mu.Unlock()
+		return 0, err
 	}
+	if c.direct {
+		c.mu.Unlock()
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		return c.raw.Write(p)
+	}
+	defer c.mu.Unlock()
 	at := time.Now()
-	if !c.writeAt.IsZero() && c.writeAt.Before(at) {
+	if c.corked {
 		at = c.writeAt
 	}
 	c.out = append(c.out, chunk{data: append([]byte(nil), p...), at: at})
-	signal(c.owake)
+	if !c.corked {
+		signal(c.owake)
+	}
 	return len(p), nil
 }
 
-// backdate makes the writes that follow count as made at t (zero: now).
-// The upstream sets it to the end of a request's work: writing the
-// response after waking is part of the server's time, not added to it.
-func (c *delayConn) backdate(t time.Time) {
+// cork makes the writes that follow count as made at t, and holds them
+// until uncork, which hands them to the write loop together. The upstream
+// writes a response, TLS record by record, while its work is still going
+// on, as made at the end of the work: the write loop then has time to wake
+// up and sends the whole response when the work ends, in one write.
+func (c *delayConn) cork(t time.Time) {
 	c.mu.Lock()
-	c.writeAt = t
+	c.writeAt, c.corked = t, true
 	c.mu.Unlock()
 }
 
-// Close queues the close behind the queued writes and returns.
+func (c *delayConn) uncork() {
+	c.mu.Lock()
+	c.writeAt, c.corked = time.Time{}, false
+	c.mu.Unlock()
+	signal(c.owake)
+}
+
+// Close queues the close behind the queued writes and returns (direct:
+// closes the socket now).
 func (c *delayConn) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -262,11 +326,28 @@ func (c *delayConn) Close() error {
 		return net.ErrClosed
 	}
 	c.closed = true
-	c.out = append(c.out, chunk{at: time.Now(), close: true})
+	unread := len(c.in) > 0
+	if !c.direct {
+		c.out = append(c.out, chunk{at: time.Now(), close: true})
+	}
 	c.mu.Unlock()
 	signal(c.owake)
 	signal(c.wake)
+	if c.direct {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		return c.closeRaw(unread)
+	}
 	return nil
+}
+
+// closeRaw closes the socket, with a reset if the application left bytes
+// unread (the kernel resets a connection closed with unread data).
+func (c *delayConn) closeRaw(unread bool) error {
+	if tc := tcpConn(c.raw); tc != nil && unread {
+		tc.SetLinger(0)
+	}
+	return c.raw.Close()
 }
 
 // abort closes the socket now (harness shutdown).
@@ -275,72 +356,92 @@ func (c *delayConn) abort() {
 	c.raw.Close()
 }
 
+// seg is a piece of queued output with the time it leaves.
+type seg struct {
+	data  []byte
+	due   time.Time
+	close bool
+}
+
+// schedule cuts queued writes into segments and times them: the emulated
+// window releases each segment (when slow start is emulated), the outbound
+// delay is added, and due times never go backwards.
+func (c *delayConn) schedule(segs []seg, items []chunk) []seg {
+	next := func(t time.Time) time.Time {
+		if t.Before(c.outLast) {
+			t = c.outLast
+		}
+		c.outLast = t
+		return t
+	}
+	for _, it := range items {
+		if it.close {
+			segs = append(segs, seg{due: next(it.at.Add(c.p.Out)), close: true})
+			continue
+		}
+		for data := it.data; len(data) > 0; {
+			n, r := len(data), it.at
+			if c.cc != nil {
+				n = min(n, c.cc.p.MSS)
+				r = c.cc.release(it.at)
+			}
+			segs = append(segs, seg{data: data[:n], due: next(r.Add(c.p.Out))})
+			data = data[n:]
+		}
+	}
+	return segs
+}
+
+func (c *delayConn) takeOut() []chunk {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	items := c.out
+	c.out = nil
+	return items
+}
+
 func (c *delayConn) writeLoop() {
 	defer c.loops.Done()
+	var segs []seg
 	var batch []byte
 	for {
 		c.mu.Lock()
-		for len(c.out) == 0 {
+		for len(c.out) == 0 && len(segs) == 0 {
 			c.mu.Unlock()
 			<-c.owake
 			c.mu.Lock()
 		}
-		item := c.out[0]
-		c.out[0] = chunk{}
-		c.out = c.out[1:]
 		c.mu.Unlock()
-		if item.close {
-			due := item.at.Add(c.p.Half)
-			if due.Before(c.outLast) {
-				due = c.outLast
-			}
-			SleepUntil(due)
-			c.mu.Lock()
-			unread := len(c.in) > 0
-			c.mu.Unlock()
-			if tc, ok := c.raw.(*net.TCPConn); ok && unread {
-				tc.SetLinger(0) // the kernel resets a connection closed with unread data
-			}
-			c.raw.Close()
-			return
+		segs = c.schedule(segs, c.takeOut())
+		SleepUntil(segs[0].due)
+		// What was queued meanwhile is due no earlier; whatever is due now
+		// leaves in one write, as a burst of segments does.
+		segs = c.schedule(segs, c.takeOut())
+		now := time.Now()
+		batch = batch[:0]
+		i := 0
+		for ; i < len(segs) && !segs[i].close && !segs[i].due.After(now); i++ {
+			batch = append(batch, segs[i].data...)
 		}
-		// Cut the write into segments; send each group due at once in one write.
-		data := item.data
-		for len(data) > 0 {
-			n := len(data)
-			due := item.at
-			if c.cc != nil {
-				n = min(n, c.cc.p.MSS)
-				due = c.cc.release(item.at)
-			}
-			due = due.Add(c.p.Half)
-			if due.Before(c.outLast) {
-				due = c.outLast
-			}
-			batch = append(batch[:0], data[:n]...)
-			data = data[n:]
-			for c.cc != nil && len(data) > 0 {
-				// Further segments released at the same time join the write.
-				r := c.cc.peek(item.at)
-				if !r.Add(c.p.Half).Equal(due) {
-					break
-				}
-				c.cc.release(item.at)
-				m := min(len(data), c.cc.p.MSS)
-				batch = append(batch, data[:m]...)
-				data = data[m:]
-			}
-			SleepUntil(due)
-			c.outLast = due
+		if len(batch) > 0 {
 			if _, err := c.raw.Write(batch); err != nil {
 				c.mu.Lock()
 				if c.werr == nil {
 					c.werr = err
 				}
 				c.mu.Unlock()
-				data = nil
 			}
 		}
+		if i < len(segs) && segs[i].close && !segs[i].due.After(now) {
+			c.mu.Lock()
+			unread := len(c.in) > 0
+			c.mu.Unlock()
+			c.closeRaw(unread)
+			return
+		}
+		n := copy(segs, segs[i:])
+		clear(segs[n:])
+		segs = segs[:n]
 	}
 }
 

@@ -137,7 +137,7 @@ func TestPathRTT(t *testing.T) {
 		if err != nil {
 			return
 		}
-		c := path{Half: rtt / 2}.wrap(raw)
+		c := path{In: rtt / 2, Out: rtt / 2}.wrap(raw)
 		b := make([]byte, 64)
 		for {
 			n, err := c.Read(b)
@@ -201,7 +201,7 @@ func TestSlowStart(t *testing.T) {
 	}{{14000, 1}, {20000, 2}, {60000, 3}} {
 		s := sim.Default()
 		s.TLS, s.RTT, s.ServerTime, s.ResponseBytes, s.Closer = "none", rtt, 0, c.bytes, "server"
-		up, err := StartUpstream("", upstreamConfig(&s, rtt, false), certs, nil)
+		up, err := StartUpstream("", upstreamConfig(&s, rtt, foreignClients), certs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -217,7 +217,7 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 			lp.dnsAddr = d.addr
 			rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s after %s", d.addr, APIHost, sim.FormatDuration(s.DNS)))
 		}
-		cfg := upstreamConfig(s, s.RTT, false)
+		cfg := upstreamConfig(s, s.RTT, ownClients)
 		cfg.Seed = job.Seed
 		up, err := StartUpstream("", cfg, &job.Certs, lp.serverEvent)
 		if err != nil {

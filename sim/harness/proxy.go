@@ -27,7 +27,14 @@ import (
 func (lp *labProc) runProxy(ctx context.Context, rep *variantReport, cleanup *[]func()) (*variantReport, error) {
 	job := &lp.job
 	s := &job.Scenario
-	cfg := upstreamConfig(s, s.RTT, false)
+	wantNginx := slices.Contains(job.Real, "nginx")
+	bin, lookErr := exec.LookPath("nginx")
+	useNginx := wantNginx && lookErr == nil && s.TLS == "none"
+	who := ownClients // the Go proxy's workers hold what they receive
+	if useNginx {
+		who = foreignClients
+	}
+	cfg := upstreamConfig(s, s.RTT, who)
 	cfg.Seed = job.Seed
 	up, err := StartUpstream("", cfg, &job.Certs, lp.serverEvent)
 	if err != nil {
@@ -37,10 +44,8 @@ func (lp *labProc) runProxy(ctx context.Context, rep *variantReport, cleanup *[]
 	rep.Components = append(rep.Components, up.String())
 	var front string
 	var ngx *nginxProc
-	wantNginx := slices.Contains(job.Real, "nginx")
-	bin, lookErr := exec.LookPath("nginx")
 	switch {
-	case wantNginx && lookErr == nil && s.TLS == "none":
+	case useNginx:
 		ngx, err = startNginx(bin, s, up.Addr())
 		if err != nil {
 			return nil, err
@@ -110,7 +115,7 @@ func (u *proxyUsers) transport(user int) *http.Transport {
 				if err != nil {
 					return nil, err
 				}
-				return path{Half: rtt / 2}.wrap(c), nil
+				return path{In: rtt / 2, Out: rtt / 2}.wrap(c), nil
 			},
 			MaxIdleConnsPerHost: 1 << 10,
 			DisableCompression:  true,

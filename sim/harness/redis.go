@@ -196,7 +196,7 @@ func (rc *redisClient) dial(ctx context.Context, network, addr string) (net.Conn
 	c.connDone = ready
 	c.localPort = raw.LocalAddr().(*net.TCPAddr).Port
 	c.id = w.nextConn()
-	c.Conn = path{Half: s.RTT / 2}.wrap(raw)
+	c.Conn = path{In: s.RTT / 2, Out: s.RTT / 2}.wrap(raw)
 	w.emit(&sim.Event{Kind: sim.KindOpen, At: w.since(c.connDone), Conn: c.id, LocalPort: c.localPort})
 	rc.mu.Lock()
 	rc.dialed = append(rc.dialed, c)

@@ -29,7 +29,7 @@ func StartServers(addr, dnsAddr string, s sim.Scenario) (*Servers, error) {
 	if err != nil {
 		return nil, err
 	}
-	up, err := StartUpstream(addr, upstreamConfig(&s, s.RTT, true), certs, nil)
+	up, err := StartUpstream(addr, upstreamConfig(&s, s.RTT, foreignDialers), certs, nil)
 	if err != nil {
 		d.Close()
 		return nil, err

@@ -38,22 +38,46 @@ type UpstreamConfig struct {
 	Seed uint64
 }
 
+// clients says who calls a server, and so at which end of each connection
+// the emulated path is applied.
+type clients int
+
+const (
+	// ownClients are the harness's own clients (worker processes, the Go
+	// proxy): each holds what it receives for RTT/2 (path.In at its end),
+	// and the server delays only what it receives.
+	ownClients clients = iota
+	// foreignClients (nginx, a raw test client): the server's end delays
+	// both directions; the client pays its own wake-up.
+	foreignClients
+	// foreignDialers (curl through sim upstream): foreignClients whose
+	// dialer is not the harness's either, so the TCP handshake's round trip
+	// is charged on the first bytes that arrive.
+	foreignDialers
+)
+
 // upstreamConfig derives the upstream's configuration from a scenario.
-// chargeConnect adds the TCP handshake's round trip to the first bytes,
-// for clients whose dialer the harness does not own.
-func upstreamConfig(s *sim.Scenario, rtt time.Duration, chargeConnect bool) UpstreamConfig {
+func upstreamConfig(s *sim.Scenario, rtt time.Duration, who clients) UpstreamConfig {
 	c := UpstreamConfig{
 		TLS: s.TLS, Tickets: s.TLSResume, Cert: s.Cert,
 		KeepaliveTimeout: s.KeepaliveTimeout, KeepaliveRequests: s.KeepaliveRequests,
 		ServerTime: s.ServerTime, Jitter: s.ServerJitter, Concurrency: s.ServerConcurrency,
 		ConnTime: s.ServerConnTime, ResponseBytes: s.ResponseBytes, Closer: s.Closer,
-		Path: path{Half: rtt / 2, SlowStart: &slowStart{MSS: s.MSS, InitCwnd: s.InitCwnd, RTT: rtt, AfterIdle: s.SlowStartAfterIdle}},
+		Path: path{In: rtt / 2, SlowStart: &slowStart{MSS: s.MSS, InitCwnd: s.InitCwnd, RTT: rtt, AfterIdle: s.SlowStartAfterIdle}},
 	}
-	if chargeConnect {
+	if who != ownClients {
+		c.Path.Out = rtt / 2
+	}
+	if who == foreignDialers {
 		c.Path.FirstExtra = rtt
 	}
 	return c
 }
+
+// clientPath is the path a client of the harness's own applies at its end
+// of a connection to a server started with ownClients: what it receives
+// waits RTT/2 from the kernel's receive time.
+func clientPath(rtt time.Duration) path { return path{In: rtt / 2} }
 
 // Upstream is the HTTPS (or plain HTTP) server the labs call: crypto/tls
 // with the harness's certificates, HTTP/1.1 with nginx's keep-alive
@@ -238,14 +262,18 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 			work += u.cfg.ConnTime
 		}
 		out = u.response(out[:0], id, n, keep, req.ProtoAtLeast(1, 1))
-		end := u.work.do(arrived, work)
+		end := u.work.start(arrived, work)
 		dc, _ := raw.(*delayConn)
 		if dc != nil {
-			dc.backdate(end)
-		}
-		_, err = conn.Write(out)
-		if dc != nil {
-			dc.backdate(time.Time{})
+			// The response is written (and encrypted) during the work, as
+			// made when the work ends; it leaves then.
+			dc.cork(end)
+			_, err = conn.Write(out)
+			dc.uncork()
+			u.work.finish(end)
+		} else {
+			u.work.finish(end)
+			_, err = conn.Write(out)
 		}
 		if err != nil {
 			return
@@ -329,13 +357,14 @@ func newWorkQueue(limit int) *workQueue {
 	return q
 }
 
-func (q *workQueue) do(arrived time.Time, work time.Duration) (end time.Time) {
+// start takes the next slot for a request that arrived at arrived and
+// returns when its work ends; finish waits until then and frees the slot.
+func (q *workQueue) start(arrived time.Time, work time.Duration) (end time.Time) {
 	if q.limit == 0 {
-		end = arrived.Add(work)
-		SleepUntil(end)
-		return end
+		return arrived.Add(work)
 	}
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	t := q.issued
 	q.issued++
 	for q.next != t || q.busy >= q.limit {
@@ -356,11 +385,16 @@ func (q *workQueue) do(arrived time.Time, work time.Duration) (end time.Time) {
 	end = start.Add(work)
 	q.free[slot] = end
 	q.cond.Broadcast()
-	q.mu.Unlock()
+	return end
+}
+
+func (q *workQueue) finish(end time.Time) {
 	SleepUntil(end)
+	if q.limit == 0 {
+		return
+	}
 	q.mu.Lock()
 	q.busy--
 	q.cond.Broadcast()
 	q.mu.Unlock()
-	return end
 }

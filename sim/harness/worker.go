@@ -283,7 +283,7 @@ func warmUp(cfg workerConfig) error {
 	wc := workerConfig{Setup: cfg.Setup, Scenario: s, Worker: cfg.Worker, CAPEM: cfg.Warm.CAPEM}
 	switch cfg.Setup {
 	case SetupHTTP:
-		up, err := StartUpstream("", upstreamConfig(&s, 0, false), cfg.Warm, nil)
+		up, err := StartUpstream("", upstreamConfig(&s, 0, ownClients), cfg.Warm, nil)
 		if err != nil {
 			return err
 		}
