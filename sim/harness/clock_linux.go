@@ -2,6 +2,7 @@ package harness
 
 import (
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -20,13 +21,28 @@ const spinWindow = 200 * time.Microsecond
 // goroutines waiting that way leave none for the rest (the emulated path's
 // other connections, the client itself) until sysmon takes one back, which
 // after a quiet spell is up to 10 ms later.
+//
+// The spin yields (runtime.Gosched) until the last hardSpin: when several
+// connections fall due together (eight users in step), spinners that held
+// both Ps kept the others, and the netpoller, from running until they were
+// done, and the last one was served hundreds of microseconds late.
 func preciseWait(t time.Time) {
 	if d := time.Until(t); d > spinWindow {
 		timerSleep(d - spinWindow)
 	}
-	for time.Until(t) > 0 {
+	for {
+		r := time.Until(t)
+		if r <= 0 {
+			return
+		}
+		if r > hardSpin {
+			runtime.Gosched()
+		}
 	}
 }
+
+// hardSpin is the end of a precise wait that spins without yielding.
+const hardSpin = 25 * time.Microsecond
 
 // A timerFD is a CLOCK_MONOTONIC timerfd read through the netpoller.
 type timerFD struct {
