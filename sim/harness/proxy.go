@@ -76,6 +76,7 @@ func (lp *labProc) runProxy(ctx context.Context, rep *variantReport, cleanup *[]
 	}
 	users := newProxyUsers(s, front)
 	*cleanup = append(*cleanup, users.close)
+	settle()
 	lp.t0 = time.Now()
 	smp := startSampler(up.Port(), 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, netRTT: true, serve: users.serve}
