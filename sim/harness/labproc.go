@@ -228,7 +228,7 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 		serverPort = up.Port()
 		rep.Components = append(rep.Components, up.String())
 	case SetupRedis:
-		r, err := startRedis(slices.Contains(job.Real, "redis"))
+		r, err := startRedis(slices.Contains(job.Real, "redis"), s.RTT)
 		if err != nil {
 			return nil, err
 		}
@@ -250,6 +250,7 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 		return nil, err
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, job.Isolated))
+	settle()
 	lp.t0 = time.Now()
 	smp := startSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, serve: func(ctx context.Context, r *request) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -19,32 +20,122 @@ import (
 
 // redisServer is the Redis the connection-pool lab calls: miniredis (an
 // embedded Redis over real TCP) by default, the real redis-server when asked
-// for and installed.
+// for and installed. Clients connect to a front listener in the lab
+// process, which applies the server's end of the emulated path (what the
+// clients send waits RTT/2 from the kernel's receive time) and hands each
+// connection to miniredis, or relays it to redis-server; the clients hold
+// the replies for the other RTT/2 at their end. Redis itself is not the
+// harness's to wrap, and a Redis process that slept through a round trip
+// would otherwise add its wake-up to every command.
 type redisServer struct {
-	addr string
+	addr string // the front: where clients connect
 	mini *miniredis.Miniredis
 	cmd  *exec.Cmd
 	dir  string
 	desc string
+
+	backend string // redis-server's own address
+	front   net.Listener
+	path    path
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+	wg      sync.WaitGroup
 }
 
-// startRedis starts Redis on loopback. real asks for redis-server; when it
-// is not installed the embedded server runs and the description says so.
-func startRedis(real bool) (*redisServer, error) {
+// startRedis starts Redis on loopback behind a front with the server's
+// end of a path of rtt. real asks for redis-server; when it is not
+// installed the embedded server runs and the description says so.
+func startRedis(real bool, rtt time.Duration) (*redisServer, error) {
+	var r *redisServer
 	if real {
 		if bin, err := exec.LookPath("redis-server"); err == nil {
-			return startRedisServer(bin)
+			var err error
+			if r, err = startRedisServer(bin); err != nil {
+				return nil, err
+			}
 		}
 	}
-	m := miniredis.NewMiniRedis()
-	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+	if r == nil {
+		m := miniredis.NewMiniRedis()
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+		r = &redisServer{backend: m.Addr(), mini: m, desc: "miniredis (embedded, real TCP)"}
+		if real {
+			r.desc += "; redis-server is not installed"
+		}
+	}
+	ln, err := listenLoopback("tcp", "")
+	if err != nil {
+		r.stopBackend()
 		return nil, err
 	}
-	r := &redisServer{addr: m.Addr(), mini: m, desc: "miniredis (embedded, real TCP)"}
-	if real {
-		r.desc += "; redis-server is not installed"
-	}
+	r.front, r.addr, r.path, r.conns = ln, ln.Addr().String(), path{In: rtt / 2}, map[net.Conn]struct{}{}
+	r.wg.Add(1)
+	go r.serve()
 	return r, nil
+}
+
+func (r *redisServer) serve() {
+	defer r.wg.Done()
+	for {
+		raw, err := r.front.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		c := r.path.wrap(raw)
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			raw.Close()
+			return
+		}
+		r.conns[c] = struct{}{}
+		r.wg.Add(1)
+		r.mu.Unlock()
+		go func() {
+			defer r.wg.Done()
+			r.serveConn(c)
+			r.mu.Lock()
+			delete(r.conns, c)
+			r.mu.Unlock()
+		}()
+	}
+}
+
+// serveConn hands c to miniredis, or relays it to redis-server, until
+// either side closes.
+func (r *redisServer) serveConn(c net.Conn) {
+	defer c.Close()
+	if r.mini != nil {
+		// miniredis serves c in its own goroutine and closes it at the end:
+		// wait for that, so Close waits for every connection.
+		nc := &notifyConn{Conn: c, closed: make(chan struct{})}
+		r.mini.Server().ServeConn(nc)
+		<-nc.closed
+		return
+	}
+	b, err := net.Dial("tcp", r.backend)
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	done := make(chan struct{})
+	go func() {
+		io.Copy(c, b) // replies: the client holds them
+		c.Close()
+		close(done)
+	}()
+	io.Copy(b, c) // commands, once due
+	if tc, ok := b.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	<-done
 }
 
 // freePort asks the kernel for a free loopback port (redis-server needs a
@@ -76,19 +167,19 @@ func startRedisServer(bin string) (*redisServer, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	r := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
+	r := &redisServer{backend: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir}
 	out, _ := exec.Command(bin, "--version").Output()
 	r.desc = "redis-server " + string(trimVersion(out))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", r.addr, time.Second)
+		c, err := net.DialTimeout("tcp", r.backend, time.Second)
 		if err == nil {
 			closeReset(c) // no TIME_WAIT to count against the run
 			return r, nil
 		}
 		if time.Now().After(deadline) {
-			r.Close()
-			return nil, fmt.Errorf("harness: redis-server did not start on %s: %v", r.addr, err)
+			r.stopBackend()
+			return nil, fmt.Errorf("harness: redis-server did not start on %s: %v", r.backend, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -103,7 +194,28 @@ func trimVersion(b []byte) []byte {
 	return b
 }
 
+// Close stops the front and every connection through it, then Redis.
 func (r *redisServer) Close() {
+	r.mu.Lock()
+	r.closed = true
+	conns := make([]net.Conn, 0, len(r.conns))
+	for c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	r.front.Close()
+	for _, c := range conns {
+		if dc, ok := c.(*delayConn); ok {
+			dc.abort()
+		} else {
+			c.Close()
+		}
+	}
+	r.wg.Wait()
+	r.stopBackend()
+}
+
+func (r *redisServer) stopBackend() {
 	if r.mini != nil {
 		r.mini.Close()
 	}
@@ -121,14 +233,26 @@ func (r *redisServer) Close() {
 	}
 }
 
+// port is the front's port, where the clients' sockets are counted.
 func (r *redisServer) port() int {
-	_, p, _ := net.SplitHostPort(r.addr)
-	n, _ := strconv.Atoi(p)
-	return n
+	return r.front.Addr().(*net.TCPAddr).Port
+}
+
+// notifyConn tells when it is closed.
+type notifyConn struct {
+	net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (n *notifyConn) Close() error {
+	n.once.Do(func() { close(n.closed) })
+	return n.Conn.Close()
 }
 
 // redisClient is one go-redis client: made per request (redis.Redis() in
-// the view) or once per process (a ConnectionPool made at start-up).
+// the view) or once per process (a ConnectionPool made at start-up, which
+// the worker makes before it says it is ready).
 type redisClient struct {
 	w *worker
 	c *redis.Client
@@ -140,7 +264,13 @@ type redisClient struct {
 
 type redisCallKey struct{}
 
-func (w *worker) newRedisClient() *redisClient {
+// size is go-redis's PoolSize: 1 for a client made per request (its calls
+// go one after another), unbounded (1<<16) for a process's pool, as
+// redis-py's max_connections of 2³¹. go-redis allocates its idle list for
+// PoolSize connections when the client is made (512 KB for 1<<16), which
+// for a client per request cost a worker milliseconds of CPU on every
+// request.
+func (w *worker) newRedisClient(size int) *redisClient {
 	s := &w.cfg.Scenario
 	rc := &redisClient{w: w, reason: "max-idle-age"}
 	opt := &redis.Options{
@@ -148,7 +278,7 @@ func (w *worker) newRedisClient() *redisClient {
 		Protocol:        2,
 		DisableIdentity: true,
 		Dialer:          rc.dial,
-		PoolSize:        1 << 16,
+		PoolSize:        size,
 		MaxIdleConns:    s.PoolMaxIdle,
 		ConnMaxIdleTime: -1,
 		ConnMaxLifetime: s.MaxLifetime,
@@ -196,7 +326,7 @@ func (rc *redisClient) dial(ctx context.Context, network, addr string) (net.Conn
 	c.connDone = ready
 	c.localPort = raw.LocalAddr().(*net.TCPAddr).Port
 	c.id = w.nextConn()
-	c.Conn = path{In: s.RTT / 2, Out: s.RTT / 2}.wrap(raw)
+	c.Conn = clientPath(s.RTT).wrap(raw) // the replies' half of the path; the front holds the commands
 	w.emit(&sim.Event{Kind: sim.KindOpen, At: w.since(c.connDone), Conn: c.id, LocalPort: c.localPort})
 	rc.mu.Lock()
 	rc.dialed = append(rc.dialed, c)
@@ -223,7 +353,7 @@ func (w *worker) redisPool() *redisClient {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.redis == nil {
-		w.redis = w.newRedisClient()
+		w.redis = w.newRedisClient(1 << 16)
 	}
 	return w.redis
 }
@@ -235,7 +365,7 @@ func (w *worker) serveRedis(ctx context.Context, j *job) bool {
 	var rc *redisClient
 	perRequest := s.Reuse != "pool" && s.Reuse != "upstream-keepalive"
 	if perRequest {
-		rc = w.newRedisClient()
+		rc = w.newRedisClient(1)
 	} else {
 		rc = w.redisPool()
 	}
@@ -243,7 +373,7 @@ func (w *worker) serveRedis(ctx context.Context, j *job) bool {
 	for n := 1; n <= s.CallsPerRequest; n++ {
 		if s.Reuse == "none" && n > 1 {
 			rc.close()
-			rc = w.newRedisClient()
+			rc = w.newRedisClient(1)
 		}
 		ct := &callTrace{}
 		cctx := context.WithValue(ctx, redisCallKey{}, ct)

@@ -233,6 +233,10 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 			return err
 		}
 	}
+	if s := &cfg.Scenario; cfg.Setup == SetupRedis && (s.Reuse == "pool" || s.Reuse == "upstream-keepalive") {
+		w.redisPool() // made at start-up, as the view's pool is
+	}
+	settle()
 	if err := out.send(&msg{Ready: true}); err != nil {
 		return err
 	}
@@ -303,7 +307,7 @@ func warmUp(cfg workerConfig) error {
 			h.closeIdle("warm-up")
 		}
 	case SetupRedis:
-		r, err := startRedis(false)
+		r, err := startRedis(false, 0)
 		if err != nil {
 			return err
 		}
