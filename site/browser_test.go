@@ -140,18 +140,20 @@ func simBinary(s *builtSite) (string, error) {
 	return simBin, simBinErr
 }
 
-// serve starts `sim serve` on a free loopback port over the built site and
-// returns its base URL. The cleanup stops it as Ctrl-C does and checks that
-// it said so, exited, and no longer listens.
-func serve(t testing.TB, s *builtSite) string {
+// serve starts `sim serve` (with any extra flags) on a free loopback port
+// over the built site and returns its base URL and what it prints. The
+// cleanup stops it as Ctrl-C does and checks that it said so, exited, and no
+// longer listens.
+func serve(t testing.TB, s *builtSite, extra ...string) (string, *syncBuffer) {
 	t.Helper()
 	bin, err := simBinary(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, errOut := &syncBuffer{}, &syncBuffer{}
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--public", s.public,
-		"--labs", filepath.Join(s.root, "labs")+","+filepath.Join(s.root, "content"))
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--public", s.public,
+		"--labs", filepath.Join(s.root, "labs") + "," + filepath.Join(s.root, "content")}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = s.root
 	cmd.Stdout, cmd.Stderr = out, errOut
 	// Its own process group, killed with the test process if that dies.
@@ -198,7 +200,7 @@ func serve(t testing.TB, s *builtSite) string {
 			t.Errorf("something still listens on %s after sim serve stopped", addr)
 		}
 	})
-	return "http://" + addr
+	return "http://" + addr, out
 }
 
 // expected is what the model gives for one block, as the server streams it.
@@ -342,7 +344,7 @@ func runWidget(ctx context.Context, id string) (*widgetState, error) {
 func TestBrowserLabs(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
-	base := serve(t, s)
+	base, _ := serve(t, s)
 	artifacts := filepath.Join(s.root, "artifacts", "browser")
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
@@ -539,7 +541,7 @@ func TestBrowserNoServer(t *testing.T) {
 func TestBrowserPageEvents(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
-	base := serve(t, s)
+	base, _ := serve(t, s)
 	var p sitePage
 	for _, q := range s.pages {
 		if q.name == "php-persistent-share" && q.lang == "en" {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,7 +21,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/connlab/connlab/sim/cli"
 	"github.com/gorilla/websocket"
 )
 
@@ -89,7 +87,7 @@ func openLab(t *testing.T, ctx context.Context, url string) {
 func TestBrowserExercises(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
-	base := serve(t, s)
+	base, _ := serve(t, s)
 	artifacts := filepath.Join(s.root, "artifacts", "browser")
 	os.MkdirAll(artifacts, 0o755)
 	page := base + "/labs/php-persistent-share/"
@@ -222,56 +220,13 @@ func TestBrowserExercises(t *testing.T) {
 	}
 }
 
-// serveWith runs `sim serve` like serve does, with extra flags.
-func serveWith(t *testing.T, s *builtSite, extra ...string) (base string, stdout *syncBuffer) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--public", s.public,
-		"--labs", filepath.Join(s.root, "labs") + "," + filepath.Join(s.root, "content")}, extra...)
-	go func() {
-		done <- cli.Run(ctx, &cli.Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut}, args)
-	}()
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
-		if m := serveAddrRE.FindStringSubmatch(out.String()); m != nil {
-			addr = m[1]
-			break
-		}
-		select {
-		case code := <-done:
-			cancel()
-			t.Fatalf("sim serve exited (%d): %s%s", code, out, errOut)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("sim serve printed no address: %s%s", out, errOut)
-		}
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("sim serve did not stop within 15 s of its context ending")
-		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			t.Errorf("sim serve still listens on %s after it stopped", addr)
-		}
-	})
-	return "http://" + addr, out
-}
-
 // Class mode in the browser: the student joins with a name, sends a
 // prediction, sees nothing until the teacher reveals, then sees the answer,
 // their own result and the run.
 func TestBrowserClass(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
-	base, out := serveWith(t, s, "--class", "--class-token", "teacher-token", "--class-seed", "7")
+	base, out := serve(t, s, "--class", "--class-token", "teacher-token", "--class-seed", "7")
 	if !strings.Contains(out.String(), "/class/teacher?token=teacher-token") {
 		t.Errorf("sim serve --class does not print the teacher's page: %s", out)
 	}
