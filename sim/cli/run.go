@@ -275,6 +275,18 @@ func printLab(w io.Writer, l *lab.Lab, results []*lab.BlockResult, overridden bo
 			row(p.name+" p50", func(s *sim.Summary) string { return num(p.get(s).P50) })
 		}
 		row("total_ms p90 / p99", func(s *sim.Summary) string { return num(s.Total.P90) + " / " + num(s.Total.P99) })
+		if any(func(s *sim.Summary) bool { return s.Connects > 0 && s.Reused > 0 }) {
+			row("total_ms p50 new conn / reused", func(s *sim.Summary) string {
+				n, r := "-", "-"
+				if s.Connects > 0 {
+					n = num(s.NewConnTotal.P50)
+				}
+				if s.Reused > 0 {
+					r = num(s.ReusedTotal.P50)
+				}
+				return n + " / " + r
+			})
+		}
 		if any(func(s *sim.Summary) bool { return s.Response.P50 != s.Total.P50 }) {
 			row("response_ms p50 / p99", func(s *sim.Summary) string { return num(s.Response.P50) + " / " + num(s.Response.P99) })
 		}

@@ -203,10 +203,18 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			if len(v.Phases) > 0 {
 				tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
 				fmt.Fprintln(tw, "    phase\tmodel ms\tmeasured p50\tp90\terror\ttolerance\t\t")
+				note := ""
 				for _, p := range v.Phases {
-					fmt.Fprintf(tw, "    %s\t%.3f\t%.3f\t%.3f\t%s\t±%.3f\t%s\t\n", p.Phase, p.ModelMS, p.MeasuredMS, p.MeasuredP90MS, pct(p), p.ToleranceMS, okMark(p.OK))
+					tol, mark := fmt.Sprintf("±%.3f", p.ToleranceMS), okMark(p.OK)
+					if p.Note != "" {
+						tol, mark, note = "-", "*", p.Note
+					}
+					fmt.Fprintf(tw, "    %s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t\n", p.Phase, p.ModelMS, p.MeasuredMS, p.MeasuredP90MS, pct(p), tol, mark)
 				}
 				tw.Flush()
+				if note != "" {
+					fmt.Fprintf(w, "    * not held to the tolerance: %s\n", note)
+				}
 			}
 			var parts []string
 			for _, c := range v.Counts {

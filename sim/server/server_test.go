@@ -598,7 +598,7 @@ func TestRealRunsQueue(t *testing.T) {
 	if events != 6 {
 		t.Errorf("a streamed %d events, want 6", events)
 	}
-	if len(done.Variants) != 1 || done.Variants[0].Model == nil || len(done.Variants[0].Compare) != 5 || done.Variants[0].Summary.Requests != 3 {
+	if len(done.Variants) != 1 || done.Variants[0].Model == nil || len(done.Variants[0].Compare) != 7 || done.Variants[0].Summary.Requests != 3 {
 		t.Fatalf("real done %s", asJSON(done))
 	}
 	if m, _ := until(t, b, "b", "started"); m.Mode != "real" {

@@ -117,7 +117,8 @@ function compareTable(rows: { d: VariantData; p: PhaseRow }[]): HTMLElement {
     const tr = el("tr", p.ok ? "" : "bad");
     tr.append(el("td", "", d.label), el("td", "", p.phase), el("td", "", metric("x_ms", p.model_ms)),
       el("td", "", metric("x_ms", p.measured_ms)), el("td", "", (p.error_pct >= 0 ? "+" : "") + num(p.error_pct, 0) + "%"),
-      el("td", "mark", p.ok ? "✓" : "✗"));
+      el("td", "mark", p.note ? "·" : p.ok ? "✓" : "✗"));
+    if (p.note) tr.title = p.note;
     body.append(tr);
   }
   return table;

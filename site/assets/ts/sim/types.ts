@@ -45,7 +45,7 @@ export interface Ev {
   local_port?: number; by?: string; reason?: string; error?: string;
 }
 
-export interface PhaseRow { phase: string; model_ms: number; measured_ms: number; error_pct: number; ok: boolean }
+export interface PhaseRow { phase: string; model_ms: number; measured_ms: number; error_pct: number; ok: boolean; note?: string }
 
 export interface DoneVariant {
   name: string; label?: string; summary?: Summary; error?: string;
