@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -71,21 +75,80 @@ const namespacesSupported = true
 // sub-millisecond latencies, and on a busy machine a thread that wakes at
 // nice 0 waits its turn behind everything else. It needs root or
 // CAP_SYS_NICE; the error says when it was refused.
-func raisePriority() error {
+func raisePriority() error { return setNice(-20) }
+
+// startLowPriority starts cmd from a thread at nice 19, which the child
+// inherits from exec on: its start-up (loading, the Go runtime's and
+// packages' initialisation) runs behind the requests in flight instead of
+// beside them. The thread goes back to nice -20 (the caller has raised its
+// priority) and stays: with Pdeathsig set, a child dies with the thread
+// that started it, so that thread must not end.
+func startLowPriority(cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.Setpriority(syscall.PRIO_PROCESS, 0, 19) // 0: this thread
+	err := cmd.Start()
+	syscall.Setpriority(syscall.PRIO_PROCESS, 0, -20)
+	return err
+}
+
+// lowerPriority gives every thread of this process nice 19: a worker
+// process started during a run (pm.max_requests, CLI mode) starts up and
+// warms up behind the requests in flight, then raises its priority.
+func lowerPriority() error { return setNice(19) }
+
+// setNice sets every thread's nice value. /proc/self/task lists thread IDs
+// as the /proc mount's PID namespace sees them (the host's, when the lab
+// process runs in a PID namespace of its own without mounting /proc), and
+// setpriority takes them as the caller's namespace does: each thread's
+// NSpid line gives the ID in the innermost namespace. Without that, every
+// call failed with ESRCH (taken for a thread that had ended) and the
+// processes kept nice 0 while the run said -20.
+func setNice(n int) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return err
 	}
 	var first error
+	set := 0
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
 			continue
 		}
-		err = syscall.Setpriority(syscall.PRIO_PROCESS, tid, -20)
-		if err != nil && err != syscall.ESRCH && first == nil { // ESRCH: the thread has ended
+		if status, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status"); err == nil {
+			tid = innermostPID(string(status), tid)
+		}
+		switch err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, n); {
+		case err == nil:
+			set++
+		case err == syscall.ESRCH: // the thread has ended
+		case first == nil:
 			first = err
 		}
 	}
+	if first == nil && set == 0 {
+		first = errors.New("no thread of this process could be found by its ID")
+	}
 	return first
+}
+
+// innermostPID reads the last ID of the NSpid line of a /proc status file:
+// the ID in the process's own PID namespace (def without one).
+func innermostPID(status string, def int) int {
+	for line := range strings.Lines(status) {
+		rest, ok := strings.CutPrefix(line, "NSpid:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return def
+		}
+		if v, err := strconv.Atoi(f[len(f)-1]); err == nil {
+			return v
+		}
+		return def
+	}
+	return def
 }

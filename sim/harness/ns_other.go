@@ -4,6 +4,7 @@ package harness
 
 import (
 	"errors"
+	"os/exec"
 	"syscall"
 )
 
@@ -20,3 +21,7 @@ func writeSysctl(name, value string) error { return errNotLinux }
 const namespacesSupported = false
 
 func raisePriority() error { return errNotLinux }
+
+func lowerPriority() error { return errNotLinux }
+
+func startLowPriority(cmd *exec.Cmd) error { return cmd.Start() }
