@@ -117,6 +117,14 @@ type dnsCache struct {
 // resolver asks the harness's DNS server, never the system's.
 type resolver struct {
 	server string // the DNS server's address; "" when the scenario's dns is 0
+	// hold: the lookup's delay applied at this end, as the harness's own
+	// clients apply the path's (clientPath): the lab process's DNS server
+	// answers at once and the answer is held until hold after the query
+	// left, in a precise wait. A worker that slept in the netpoller
+	// through a server-side delay paid its wake-up on top (0.3–0.7 ms a
+	// lookup on this kind of VM). Servers for foreign clients (sim
+	// upstream) delay at their end instead.
+	hold time.Duration
 }
 
 // lookup returns the address of host, from c while it is fresh.
@@ -134,9 +142,15 @@ func (r resolver) lookup(ctx context.Context, c *dnsCache, host string) (string,
 	if err := CheckLoopback(r.server); err != nil {
 		return "", err
 	}
+	sent := time.Now()
 	resp, err := exchange(ctx, r.server, host)
 	if err != nil {
 		return "", fmt.Errorf("DNS lookup of %s: %w", host, err)
+	}
+	if r.hold > 0 {
+		if err := sleepCtx(ctx, sent.Add(r.hold)); err != nil {
+			return "", err
+		}
 	}
 	for _, rr := range resp.Answer {
 		if a, ok := rr.(*dns.A); ok {

@@ -56,6 +56,9 @@ type labProc struct {
 	out *lineWriter
 	exe string
 	t0  time.Time
+	// raised: this process runs at nice -20, so its workers can start at 19
+	// and raise theirs when ready (workerConfig.Nice)
+	raised bool
 
 	upstreamAddr, dnsAddr, redisAddr string
 
@@ -174,6 +177,7 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 	if err := raisePriority(); err != nil {
 		rep.Notes = append(rep.Notes, "ran at normal CPU priority (raising it was refused: "+err.Error()+"); a busy machine slows real runs down")
 	} else {
+		lp.raised = true
 		rep.Components = append(rep.Components, "CPU priority nice -20 (lab process, workers and servers)")
 	}
 
@@ -209,13 +213,13 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 	switch job.Setup {
 	case SetupHTTP:
 		if s.DNS > 0 {
-			d, err := startDNS("", s.DNS)
+			d, err := startDNS("", 0) // the workers hold its answers (resolver.hold)
 			if err != nil {
 				return nil, err
 			}
 			cleanup = append(cleanup, d.Close)
 			lp.dnsAddr = d.addr
-			rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s after %s", d.addr, APIHost, sim.FormatDuration(s.DNS)))
+			rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s, each answer held %s at the resolver's end", d.addr, APIHost, sim.FormatDuration(s.DNS)))
 		}
 		cfg := upstreamConfig(s, s.RTT, ownClients)
 		cfg.Seed = job.Seed
@@ -251,9 +255,9 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, job.Isolated))
 	settle()
-	lp.t0 = time.Now()
+	lp.t0 = time.Now().Add(dispatchLead) // the first jobs leave now
 	smp := startSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
-	gen := &loadGen{s: s, lp: lp, serve: func(ctx context.Context, r *request) bool {
+	gen := &loadGen{s: s, lp: lp, lead: dispatchLead, serve: func(ctx context.Context, r *request) bool {
 		d.dispatch(r)
 		failed := <-r.done
 		d.finished(r.worker - 1)

@@ -31,8 +31,10 @@ type request struct {
 	id     int
 	user   int
 	sent   time.Time
+	at     time.Time // when it reaches the workers
 	worker int
 	done   chan bool // a worker finished it (true: a call failed)
+	end    time.Time // when the worker finished it (set before done)
 }
 
 // pool of worker processes with the model's dispatch rules (sim/worker.go):
@@ -95,7 +97,7 @@ func (d *dispatcher) start(ctx context.Context) error {
 func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	lp := d.lp
 	cfg := workerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: id, Upstream: lp.upstreamAddr,
-		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM, Warm: &lp.job.Certs}
+		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM, Warm: &lp.job.Certs, Nice: lp.raised}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -112,7 +114,11 @@ func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if lp.raised {
+		start = func() error { return startLowPriority(cmd) } // see workerConfig.Nice
+	}
+	if err := start(); err != nil {
 		return nil, fmt.Errorf("harness: cannot start worker process %s: %w", lp.exe, err)
 	}
 	p := &workerProc{id: id, cmd: cmd, in: newLineWriter(stdin), stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
@@ -154,6 +160,9 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 			delete(d.reqs, m.Done)
 			d.mu.Unlock()
 			if r != nil {
+				if m.End != 0 {
+					r.end = wallTime(m.End)
+				}
 				r.done <- m.Fail
 			}
 		case m.Error != "":
@@ -217,6 +226,9 @@ func (d *dispatcher) send(r *request, w int) {
 	r.worker = w + 1
 	d.reqs[r.id] = r
 	j := &job{Req: r.id, T0: d.lp.t0.UnixNano()}
+	if !r.at.IsZero() {
+		j.At = r.at.UnixNano()
+	}
 	go func() {
 		select {
 		case <-p.ready:
@@ -284,13 +296,29 @@ func (d *dispatcher) stop() {
 	}
 }
 
+// dispatchLead is how long before a request reaches the workers its job is
+// sent to one: a job crosses a pipe and wakes a process up (0.1–0.3 ms,
+// more when the machine is busy), and the worker then starts the request
+// at its arrival time exactly. Sent on arrival, every request would start
+// that much late, and a pause or think time would last that much longer
+// than the model's: the keep-alive race, which hangs on a few
+// milliseconds, came out shifted.
+const dispatchLead = 2 * time.Millisecond
+
 // loadGen sends the scenario's requests: closed-loop users or open-loop
 // arrivals (the same arrival times as the model for the same seed), each
-// crossing client_rtt/2 to the workers and back.
+// crossing client_rtt/2 to the workers and back. A user's next request
+// leaves think_time (and pause) after the previous one ended at the worker,
+// as measured there.
 type loadGen struct {
-	s     *sim.Scenario
-	lp    *labProc
-	serve func(ctx context.Context, r *request) bool // runs the request; true if a call failed
+	s  *sim.Scenario
+	lp *labProc
+	// serve runs the request and reports whether a call failed; it sets
+	// r.end when it knows better than its own return when the request
+	// ended. r.at is when the request reaches the workers: lead before it,
+	// serve may hand it on.
+	serve func(ctx context.Context, r *request) bool
+	lead  time.Duration
 	// netRTT: serve crosses a real emulated path of client_rtt (the proxy
 	// setup), so the generator adds no delay of its own.
 	netRTT  bool
@@ -309,19 +337,31 @@ func (g *loadGen) canSend() bool {
 	return true
 }
 
-// one runs one request sent at sent.
-func (g *loadGen) one(ctx context.Context, user int, sent time.Time) {
-	half := g.s.ClientRTT / 2
+func (g *loadGen) half() time.Duration {
 	if g.netRTT {
-		half = 0
+		return 0
 	}
-	SleepUntil(sent.Add(half))
+	return g.s.ClientRTT / 2
+}
+
+// dispatchAt is when a request sent at sent is handed on.
+func (g *loadGen) dispatchAt(sent time.Time) time.Time { return sent.Add(g.half() - g.lead) }
+
+// one runs one request sent at sent and returns when its answer reached
+// the user.
+func (g *loadGen) one(ctx context.Context, user int, sent time.Time) time.Time {
+	half := g.half()
+	at := sent.Add(half)
+	SleepUntil(g.dispatchAt(sent))
 	g.mu.Lock()
 	g.arrived++
-	r := &request{id: g.arrived, user: user, sent: sent, done: make(chan bool, 1)}
+	r := &request{id: g.arrived, user: user, sent: sent, at: at, done: make(chan bool, 1)}
 	g.mu.Unlock()
 	failed := g.serve(ctx, r)
-	end := time.Now()
+	end := r.end
+	if end.IsZero() {
+		end = time.Now()
+	}
 	SleepUntil(end.Add(half))
 	end = end.Add(half)
 	e := &sim.Event{Kind: sim.KindRequest, At: g.lp.since(end), Req: r.id, Worker: r.worker, Start: g.lp.since(sent), Total: end.Sub(sent)}
@@ -330,6 +370,7 @@ func (g *loadGen) one(ctx context.Context, user int, sent time.Time) {
 	}
 	g.lp.emit(e)
 	g.lp.progress()
+	return end
 }
 
 func (g *loadGen) run(ctx context.Context, seed uint64) {
@@ -341,7 +382,7 @@ func (g *loadGen) run(ctx context.Context, seed uint64) {
 		var at time.Duration
 		for g.canSend() {
 			sent := t0.Add(at)
-			if sleepCtx(ctx, sent) != nil {
+			if sleepCtx(ctx, g.dispatchAt(sent)) != nil {
 				break
 			}
 			wg.Add(1)
@@ -361,11 +402,10 @@ func (g *loadGen) run(ctx context.Context, seed uint64) {
 			defer wg.Done()
 			sent := t0
 			for n := 1; ctx.Err() == nil && g.canSend(); n++ {
-				if sleepCtx(ctx, sent) != nil {
+				if sleepCtx(ctx, g.dispatchAt(sent)) != nil {
 					return
 				}
-				g.one(ctx, u, sent)
-				next := time.Now().Add(s.ThinkTime)
+				next := g.one(ctx, u, sent).Add(s.ThinkTime)
 				if s.PauseEvery > 0 && n%s.PauseEvery == 0 {
 					next = next.Add(s.Pause)
 				}

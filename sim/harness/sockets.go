@@ -107,6 +107,9 @@ func startSampler(port int, every time.Duration, since func(time.Time) time.Dura
 		last: sockCount{clientTW: map[sockKey]bool{}, serverTW: map[sockKey]bool{}}}
 	go func() {
 		defer close(s.done)
+		if early := -since(time.Now()); early > 0 {
+			time.Sleep(early) // the run starts at its time 0
+		}
 		for {
 			// /proc/net/tcp costs the kernel time in proportion to the
 			// sockets it lists (thousands in TIME_WAIT): keep the sampler

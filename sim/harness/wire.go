@@ -58,18 +58,30 @@ type msg struct {
 	Result   *variantReport  `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	// worker → lab process
-	Ready bool `json:"ready,omitempty"`
-	Done  int  `json:"done,omitempty"` // request finished
-	Fail  bool `json:"fail,omitempty"` // ... with a failed call
+	Ready bool  `json:"ready,omitempty"`
+	Done  int   `json:"done,omitempty"` // request finished
+	Fail  bool  `json:"fail,omitempty"` // ... with a failed call
+	End   int64 `json:"end,omitempty"`  // ... at this time, Unix nanoseconds
 	// lab process → worker
 	Job *job `json:"job,omitempty"`
 }
 
 // job asks a worker to serve one web request.
 type job struct {
-	Req  int   `json:"req"`
-	T0   int64 `json:"t0"`             // the run's start, Unix nanoseconds
+	Req int   `json:"req"`
+	T0  int64 `json:"t0"` // the run's start, Unix nanoseconds
+	// At is when the request reaches the worker (Unix nanoseconds; 0: on
+	// receipt). The lab process sends a job dispatchLead ahead of it.
+	At   int64 `json:"at,omitempty"`
 	Exit bool  `json:"exit,omitempty"` // exit after the requests in hand (max_requests, CLI mode)
+}
+
+// wallTime turns a Unix time from another process (they share the
+// system's clock, not Go's monotonic one) into a time on this process's
+// monotonic clock.
+func wallTime(unixNano int64) time.Time {
+	now := time.Now()
+	return now.Add(time.Duration(unixNano - now.UnixNano()))
 }
 
 // lineWriter writes msgs as JSON lines from any goroutine.

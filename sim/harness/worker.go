@@ -28,6 +28,12 @@ type workerConfig struct {
 	// Warm, the harness's certificates, asks the worker to warm its code up
 	// before it says it is ready (see warmUp).
 	Warm *Certs `json:"warm,omitempty"`
+	// Nice: start at the lowest CPU priority and take the highest when
+	// ready. A worker replacing one during the run (pm.max_requests, CLI
+	// mode) otherwise starts up on the CPU the requests in flight need: a
+	// reused call next to a starting worker came out 1–4 ms late. Set only
+	// where the lab process could raise its own priority.
+	Nice bool `json:"nice,omitempty"`
 }
 
 // A worker is one PHP-like worker process (PHP-FPM child, php -S worker):
@@ -63,7 +69,7 @@ func (w *worker) nextConn() int     { return int(w.conns.Add(1)) }
 func (w *worker) emit(e *sim.Event) { w.sink(e) }
 
 func newWorker(cfg workerConfig, sink func(*sim.Event)) (*worker, error) {
-	w := &worker{cfg: cfg, sink: sink, res: resolver{server: cfg.DNS}, persistent: map[uint8]*httpClient{}, base: time.Now()}
+	w := &worker{cfg: cfg, sink: sink, res: resolver{server: cfg.DNS, hold: cfg.Scenario.DNS}, persistent: map[uint8]*httpClient{}, base: time.Now()}
 	if cfg.DNS != "" {
 		if err := CheckLoopback(cfg.DNS); err != nil {
 			return nil, err
@@ -107,10 +113,7 @@ func newWorker(cfg workerConfig, sink func(*sim.Event)) (*worker, error) {
 // setBase fixes the run's start from the wall-clock time the lab process
 // sent (the processes share the system clock, not Go's monotonic one).
 func (w *worker) setBase(t0 int64) {
-	w.baseSet.Do(func() {
-		now := time.Now()
-		w.base = now.Add(-time.Duration(now.UnixNano() - t0))
-	})
+	w.baseSet.Do(func() { w.base = wallTime(t0) })
 }
 
 // persistentFor returns the worker's persistent share handle for an option
@@ -222,6 +225,9 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 	if err := json.Unmarshal(first.Config, &cfg); err != nil {
 		return fmt.Errorf("harness: worker: bad config: %v", err)
 	}
+	if cfg.Nice {
+		lowerPriority()
+	}
 	w, err := newWorker(cfg, func(e *sim.Event) { out.event(e) })
 	if err != nil {
 		out.send(&msg{Error: err.Error()})
@@ -237,6 +243,9 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 		w.redisPool() // made at start-up, as the view's pool is
 	}
 	settle()
+	if cfg.Nice {
+		raisePriority()
+	}
 	if err := out.send(&msg{Ready: true}); err != nil {
 		return err
 	}
@@ -261,8 +270,11 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if j.At != 0 {
+				SleepUntil(wallTime(j.At)) // the request arrives now
+			}
 			failed := w.serve(ctx, j)
-			out.send(&msg{Done: j.Req, Fail: failed})
+			out.send(&msg{Done: j.Req, Fail: failed, End: time.Now().UnixNano()})
 		}()
 	}
 	wg.Wait()
@@ -293,6 +305,14 @@ func warmUp(cfg workerConfig) error {
 		}
 		defer up.Close()
 		wc.Upstream = up.Addr()
+		if cfg.DNS != "" { // the lookups too: a first one came out 0.5 ms slow
+			d, err := startDNS("", 0)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			wc.DNS = d.addr
+		}
 		w, err := newWorker(wc, func(*sim.Event) {})
 		if err != nil {
 			return err
