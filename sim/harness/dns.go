@@ -15,7 +15,10 @@ import (
 // github.com/miekg/dns, UDP on loopback) that answers the lab's names with
 // 127.0.0.1 after a fixed delay: the time of a lookup that misses every
 // cache (the scenario's dns). The delay counts from when the kernel received
-// the query (SO_TIMESTAMPNS), so a busy machine does not add to it.
+// the query (SO_TIMESTAMPNS), so a busy machine does not add to it. For the
+// harness's own workers the server answers at once and the resolver holds
+// the answer instead (resolver.hold); sim upstream's server, for clients
+// such as curl, delays at its end.
 type dnsServer struct {
 	pc    *net.UDPConn
 	addr  string
