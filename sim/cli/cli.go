@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/connlab/connlab/sim/lab"
 	"io"
 	"os"
 	"sort"
@@ -152,6 +153,19 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// settings parses the --set flags given as key=value.
+func (m multiFlag) settings() ([]lab.Setting, error) {
+	var out []lab.Setting
+	for _, kv := range m {
+		st, err := lab.ParseSetting(kv)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
 
 // createFile opens path for writing; "-" is standard output.
 func createFile(env *Env, path string) (io.WriteCloser, error) {

@@ -57,13 +57,9 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 {
 		return usageError{"want exactly one FILE"}
 	}
-	var overrides []lab.Setting
-	for _, kv := range sets {
-		st, err := lab.ParseSetting(kv)
-		if err != nil {
-			return err
-		}
-		overrides = append(overrides, st)
+	overrides, err := sets.settings()
+	if err != nil {
+		return err
 	}
 	l, err := lab.ReadFile(pos[0])
 	if err != nil {

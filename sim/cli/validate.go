@@ -97,13 +97,9 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	case *maxRate < 1 || *maxRate > 100000:
 		return usageError{"--max-rate: want 1 to 100000"}
 	}
-	var overrides []lab.Setting
-	for _, kv := range sets {
-		st, err := lab.ParseSetting(kv)
-		if err != nil {
-			return err
-		}
-		overrides = append(overrides, st)
+	overrides, err := sets.settings()
+	if err != nil {
+		return err
 	}
 	l, err := lab.ReadFile(pos[0])
 	if err != nil {
