@@ -8,11 +8,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/connlab/connlab/sim/lab"
 	"io"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/connlab/connlab/sim/lab"
 )
 
 // Env is what a command sees of the world.
