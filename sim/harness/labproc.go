@@ -91,7 +91,8 @@ func (lp *labProc) emit(e *sim.Event) {
 	lp.out.event(e)
 }
 
-// emitWorker renumbers a worker's connection ids into one sequence.
+// emitWorker renumbers the connection ids of one source (an in-process
+// worker, or a worker process: any number unique to it) into one sequence.
 func (lp *labProc) emitWorker(w int, e *sim.Event) {
 	if e.Conn != 0 {
 		lp.mu.Lock()

@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/connlab/connlab/sim"
@@ -17,7 +19,9 @@ import (
 
 // workerProc is one worker process as the lab process sees it.
 type workerProc struct {
-	id     int // 1-based slot
+	id     int // 1-based slot (0: a spare not yet in one)
+	slot   atomic.Int32
+	serial int // 1-based, in the order processes were started
 	cmd    *exec.Cmd
 	in     *lineWriter
 	stdin  io.WriteCloser
@@ -33,8 +37,9 @@ type request struct {
 	sent   time.Time
 	at     time.Time // when it reaches the workers
 	worker int
-	done   chan bool // a worker finished it (true: a call failed)
-	end    time.Time // when the worker finished it (set before done)
+	proc   *workerProc // the process it was sent to
+	done   chan bool   // a worker finished it (true: a call failed)
+	end    time.Time   // when the worker finished it (set before done)
 }
 
 // pool of worker processes with the model's dispatch rules (sim/worker.go):
@@ -56,6 +61,33 @@ type dispatcher struct {
 	perW   [][]*request
 	rr     int
 	reqs   map[int]*request
+	// spares are worker processes started and warmed up before the run,
+	// each taking the slot of one that retires (pm.max_requests, CLI
+	// mode) at once, as PHP-FPM forks a child on demand: started during
+	// the run, a Go process's start-up held the next requests up by tens
+	// of milliseconds and slowed the calls beside it.
+	spares  []*workerProc
+	spawned int
+}
+
+// maxSpares bounds the spare worker processes started before a run.
+const maxSpares = 16
+
+// sparesWanted estimates how many workers retire during the run.
+func (d *dispatcher) sparesWanted() int {
+	s := d.s
+	per := s.MaxRequests
+	if s.Mode == "cli" {
+		per = 1
+	}
+	if per <= 0 {
+		return 0
+	}
+	n := s.Workers
+	if s.Requests > 0 {
+		n = s.Requests / per
+	}
+	return min(n, maxSpares)
 }
 
 func newDispatcher(lp *labProc, s *sim.Scenario, rng *rand.Rand) *dispatcher {
@@ -71,7 +103,8 @@ func newDispatcher(lp *labProc, s *sim.Scenario, rng *rand.Rand) *dispatcher {
 	return d
 }
 
-// start spawns every worker process and waits until they are ready.
+// start spawns every worker process and the spares, and waits until they
+// are ready.
 func (d *dispatcher) start(ctx context.Context) error {
 	d.procs = make([]*workerProc, d.s.Workers)
 	for i := range d.procs {
@@ -81,11 +114,18 @@ func (d *dispatcher) start(ctx context.Context) error {
 		}
 		d.procs[i] = p
 	}
-	for _, p := range d.procs {
+	for range d.sparesWanted() {
+		p, err := d.spawn(0)
+		if err != nil {
+			return err
+		}
+		d.spares = append(d.spares, p)
+	}
+	for _, p := range slices.Concat(d.procs, d.spares) {
 		select {
 		case <-p.ready:
 		case <-p.exited:
-			return fmt.Errorf("harness: worker %d exited before it was ready: %v", p.id, p.err)
+			return fmt.Errorf("harness: worker process %d exited before it was ready: %v", p.serial, p.err)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -93,10 +133,12 @@ func (d *dispatcher) start(ctx context.Context) error {
 	return nil
 }
 
-// spawn starts worker process id by re-executing this binary.
+// spawn starts the worker process for slot id (0: a spare) by re-executing
+// this binary.
 func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	lp := d.lp
-	cfg := workerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: id, Upstream: lp.upstreamAddr,
+	// The process stamps its events with worker 1; read puts its slot in.
+	cfg := workerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: 1, Upstream: lp.upstreamAddr,
 		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM, Warm: &lp.job.Certs, Nice: lp.raised}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
@@ -122,7 +164,10 @@ func (d *dispatcher) spawn(id int) (*workerProc, error) {
 		return nil, fmt.Errorf("harness: cannot start worker process %s: %w", lp.exe, err)
 	}
 	p := &workerProc{id: id, cmd: cmd, in: newLineWriter(stdin), stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
+	p.slot.Store(int32(id))
 	d.allMu.Lock()
+	d.spawned++
+	p.serial = d.spawned
 	d.all = append(d.all, p)
 	d.allMu.Unlock()
 	if err := p.in.send(&msg{Config: raw}); err != nil {
@@ -148,7 +193,12 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 		switch {
 		case m.Ev != nil:
 			e := m.Ev.event()
-			d.lp.emitWorker(p.id, &e)
+			if e.Worker != 0 {
+				e.Worker = int(p.slot.Load())
+			}
+			// Connection ids are the process's own: a replacement in the
+			// same slot numbers its connections from 1 again.
+			d.lp.emitWorker(-p.serial, &e)
 		case m.Ready:
 			if !readyClosed {
 				close(p.ready)
@@ -176,14 +226,14 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 	d.mu.Lock()
 	pending := []*request{}
 	for id, r := range d.reqs {
-		if r.worker == p.id {
+		if r.proc == p {
 			pending = append(pending, r)
 			delete(d.reqs, id)
 		}
 	}
 	d.mu.Unlock()
 	for _, r := range pending {
-		d.lp.fail(fmt.Errorf("harness: worker %d exited with request %d in hand: %v", p.id, r.id, p.err))
+		d.lp.fail(fmt.Errorf("harness: worker %d exited with request %d in hand: %v", r.worker, r.id, p.err))
 		r.done <- true
 	}
 }
@@ -223,7 +273,7 @@ func (d *dispatcher) dispatch(r *request) {
 // send gives r to the process in slot w (once it is ready); d.mu is held.
 func (d *dispatcher) send(r *request, w int) {
 	p := d.procs[w]
-	r.worker = w + 1
+	r.worker, r.proc = w+1, p
 	d.reqs[r.id] = r
 	j := &job{Req: r.id, T0: d.lp.t0.UnixNano()}
 	if !r.at.IsZero() {
@@ -250,7 +300,13 @@ func (d *dispatcher) finished(w int) {
 	if s.Mode == "cli" || (s.MaxRequests > 0 && d.served[w] >= s.MaxRequests) {
 		old := d.procs[w]
 		go old.in.send(&msg{Job: &job{Exit: true}})
-		if p, err := d.spawn(w + 1); err != nil {
+		if len(d.spares) > 0 {
+			p := d.spares[0]
+			d.spares = d.spares[1:]
+			p.id = w + 1
+			p.slot.Store(int32(w + 1))
+			d.procs[w] = p
+		} else if p, err := d.spawn(w + 1); err != nil {
 			d.lp.fail(err)
 		} else {
 			d.procs[w] = p

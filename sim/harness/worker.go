@@ -278,6 +278,9 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 		}()
 	}
 	wg.Wait()
+	if cfg.Nice {
+		lowerPriority() // it winds down behind the requests of the others
+	}
 	w.exit()
 	return out.flush()
 }
