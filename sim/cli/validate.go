@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
 )
@@ -125,7 +126,8 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
-	out := ValidateOutput{Lab: l.Title, File: l.File, Tolerance: tol.String(), OK: true}
+	out := ValidateOutput{Lab: l.Title, File: l.File, OK: true,
+		Tolerance: fmt.Sprintf("%s + the harness's own overhead, up to %s", tol, sim.FormatDuration(harness.MaxTare))}
 	for _, b := range blocks {
 		bv, err := harness.Validate(ctx, b, opt, tol, *retries)
 		if err != nil {
@@ -197,6 +199,8 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			}
 			total++
 			if len(v.Phases) > 0 {
+				fmt.Fprintf(w, "    harness overhead on this machine: %.3f ms a reused call (up to %.1f ms of it is in the tolerance column)\n",
+					v.HarnessOverheadMS, float64(harness.MaxTare)/1e6)
 				tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
 				fmt.Fprintln(tw, "    phase\tmodel ms\tmeasured p50\tp90\terror\ttolerance\t\t")
 				note := ""

@@ -185,18 +185,22 @@ func CompareCounts(model, measured *sim.Summary, timing, overlap, kernelSpread b
 
 // VariantComparison is one variant of sim validate.
 type VariantComparison struct {
-	Name       string       `json:"name"`
-	Label      string       `json:"label,omitempty"`
-	Phases     []PhaseRow   `json:"phases"`
-	Counts     []CountRow   `json:"-"`
-	OK         bool         `json:"ok"`
-	Skipped    string       `json:"skipped,omitempty"` // not compared, and why
-	Scaling    []string     `json:"scaling,omitempty"`
-	Components []string     `json:"components,omitempty"`
-	Notes      []string     `json:"notes,omitempty"`
-	Attempts   int          `json:"attempts"`
-	Model      *sim.Summary `json:"model,omitempty"`
-	Measured   *sim.Summary `json:"measured,omitempty"`
+	Name       string     `json:"name"`
+	Label      string     `json:"label,omitempty"`
+	Phases     []PhaseRow `json:"phases"`
+	Counts     []CountRow `json:"-"`
+	OK         bool       `json:"ok"`
+	Skipped    string     `json:"skipped,omitempty"` // not compared, and why
+	Scaling    []string   `json:"scaling,omitempty"`
+	Components []string   `json:"components,omitempty"`
+	Notes      []string   `json:"notes,omitempty"`
+	Attempts   int        `json:"attempts"`
+	// HarnessOverheadMS is what the harness itself adds to a reused call
+	// at this variant's RTT on this machine (Tare); up to MaxTare of it is
+	// added to the tolerance of every phase.
+	HarnessOverheadMS float64      `json:"harness_overhead_ms"`
+	Model             *sim.Summary `json:"model,omitempty"`
+	Measured          *sim.Summary `json:"measured,omitempty"`
 }
 
 // MarshalJSON writes Counts as an object: {"connects": {"model": …}, …}.
@@ -268,6 +272,22 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 		bv.Variants = append(bv.Variants, vc)
 		byName[vp.Name] = vc
 	}
+	tols := map[string]Tolerance{}
+	for _, vp := range p.Variants {
+		t := tol
+		if vp.Rejected == "" {
+			if opt.Progress != nil {
+				opt.Progress(fmt.Sprintf("%s: measuring the harness's own overhead at %s RTT", b.ID, sim.FormatDuration(vp.Scenario.RTT)))
+			}
+			tare, err := Tare(ctx, vp.Scenario.RTT, opt)
+			if err != nil {
+				return nil, err
+			}
+			byName[vp.Name].HarnessOverheadMS = float64(tare.Microseconds()) / 1000
+			t.Abs += min(tare, MaxTare)
+		}
+		tols[vp.Name] = t
+	}
 	todo := p
 	for attempt := 0; attempt <= retries; attempt++ {
 		run, err := RunPlan(ctx, todo, opt)
@@ -282,7 +302,7 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 		for i, vp := range todo.Variants {
 			vc := byName[vp.Name]
 			vc.Attempts++
-			compareVariant(vc, model.Variants[i], run.Result.Variants[i], vp, run.Variants[i], tol)
+			compareVariant(vc, model.Variants[i], run.Result.Variants[i], vp, run.Variants[i], tols[vp.Name])
 			vc.Components, vc.Notes = run.Variants[i].Components, run.Variants[i].Notes
 			if !vc.OK && vc.Skipped == "" {
 				again = append(again, vp.Name)

@@ -394,7 +394,7 @@ func validateWith(t *testing.T, b *lab.Block, opt Options, phases bool) *BlockVa
 				rows = append(rows, fmt.Sprintf("%s %v/%v", c.Name, c.Model, c.Measured))
 			}
 		}
-		t.Logf("%s/%s ok=%v attempts=%d %s %s", b.ID, v.Name, v.OK, v.Attempts, v.Skipped, strings.Join(rows, "; "))
+		t.Logf("%s/%s ok=%v attempts=%d overhead=%.3fms %s %s", b.ID, v.Name, v.OK, v.Attempts, v.HarnessOverheadMS, v.Skipped, strings.Join(rows, "; "))
 		countsOK := true
 		for _, c := range v.Counts {
 			countsOK = countsOK && c.OK
@@ -412,6 +412,28 @@ func validateWith(t *testing.T, b *lab.Block, opt Options, phases bool) *BlockVa
 		}
 	}
 	return bv
+}
+
+// TestTare: the harness's own overhead of a reused call is measured once
+// per RTT, and is small next to the round trip.
+func TestTare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	opt := testOptions()
+	d, err := Tare(context.Background(), 7*time.Millisecond, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("harness overhead of a reused call at 7 ms RTT: %s", d)
+	if busy, load := machineBusy(); d > 2*time.Millisecond && !busy {
+		t.Errorf("harness overhead %s on an idle machine (%s): the harness is slow", d, load)
+	}
+	start := time.Now()
+	again, err := Tare(context.Background(), 7*time.Millisecond, opt)
+	if err != nil || again != d || time.Since(start) > 50*time.Millisecond {
+		t.Errorf("second measurement %s, %v, after %s: want the first, kept", again, err, time.Since(start))
+	}
 }
 
 // TestValidateLabs runs every block of every lab at the lab's own
