@@ -322,11 +322,25 @@ reuse = "request"
 [[variant]]
 name = "process"
 reuse = "process"
+[[variant]]
+name = "recycled"
+reuse = "process"
+max_requests = 1
 `)
 	kinds := map[string]map[sim.Kind]int{}
-	res, err := RunBlock(context.Background(), b, Options{Seed: 1, Sink: func(block, variant string, e *sim.Event) {
+	opened := map[string]map[int]int{} // variant → connection id → opens
+	res, err := RunBlock(context.Background(), b, Options{Seed: 1, Executable: simBin, Sink: func(block, variant string, e *sim.Event) {
 		if block != "t" {
 			t.Errorf("block %q", block)
+		}
+		if e.Kind == sim.KindOpen {
+			if opened[variant] == nil {
+				opened[variant] = map[int]int{}
+			}
+			opened[variant][e.Conn]++
+		}
+		if e.Kind == sim.KindCall && e.Worker != 1 {
+			t.Errorf("%s: call on worker %d, want 1", variant, e.Worker)
 		}
 		if kinds[variant] == nil {
 			kinds[variant] = map[sim.Kind]int{}
@@ -358,6 +372,19 @@ reuse = "process"
 		if k[sim.KindCall] != 3 || k[sim.KindRequest] != 3 || k[sim.KindOpen] != s.Connects || k[sim.KindClose] == 0 {
 			t.Errorf("%s: events %v", v.Name, k)
 		}
+	}
+	// Each worker process numbers its connections from 1: the run gives
+	// every connection its own id, replacements included (pm.max_requests
+	// = 1 puts every request on a new process).
+	for v, ids := range opened {
+		for id, n := range ids {
+			if n != 1 {
+				t.Errorf("%s: connection %d opened %d times", v, id, n)
+			}
+		}
+	}
+	if len(opened["recycled"]) != 3 {
+		t.Errorf("recycled: %d connection ids, want 3", len(opened["recycled"]))
 	}
 	if kinds["request"][sim.KindTimeWait] != 3 {
 		t.Errorf("request-scoped connections: %d time_wait events, want 3", kinds["request"][sim.KindTimeWait])
