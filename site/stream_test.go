@@ -24,6 +24,8 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/gorilla/websocket"
+
+	"github.com/connlab/connlab/sim"
 )
 
 // fakeStream serves the built site and a /ws that answers every run with
@@ -58,7 +60,7 @@ func (f *fakeStream) eventsPerVariant() int { return f.calls / 4 * 7 }
 func (f *fakeStream) events(emit func(batch []byte, n int)) {
 	buf := make([]byte, 0, 512*260)
 	n := 0
-	add := func(s string) {
+	addRaw := func(s []byte) {
 		if n > 0 {
 			buf = append(buf, ',')
 		}
@@ -68,24 +70,28 @@ func (f *fakeStream) events(emit func(batch []byte, n int)) {
 			buf, n = buf[:0], 0
 		}
 	}
+	// Encoded as sim/server encodes them (sim.Event.AppendCompactJSON).
+	var ev []byte
+	add := func(e sim.Event) { ev = e.AppendCompactJSON(ev[:0]); addRaw(ev) }
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	conn := 0
 	for i := 0; i < f.calls; i++ {
 		start := float64(i) * 0.4
 		fresh := i%4 == 0
 		port := 32768 + conn%28000
-		total, dns, connect, tls, nc := 0.3, 0.0, 0.0, 0.0, 0
+		total, dns, connect, tls := 0.3, 0.0, 0.0, 0.0
 		if fresh {
 			conn++
 			port = 32768 + conn%28000
-			total, dns, connect, tls, nc = 1.2, 0.2, 0.5, 0.9, 1
-			add(fmt.Sprintf(`{"kind":"open","at_ms":%g,"req":%d,"call":1,"worker":1,"conn":%d,"local_port":%d}`, start+0.2, i+1, conn, port))
+			total, dns, connect, tls = 1.2, 0.2, 0.5, 0.9
+			add(sim.Event{Kind: sim.KindOpen, At: ms(start + 0.2), Req: i + 1, Call: 1, Worker: 1, Conn: conn, LocalPort: port})
 		}
-		add(fmt.Sprintf(`{"kind":"call","at_ms":%g,"req":%d,"call":1,"worker":1,"conn":%d,"new_conn":%t,"reused":%t,"num_connects":%d,"start_ms":%g,"namelookup_ms":%g,"connect_ms":%g,"appconnect_ms":%g,"starttransfer_ms":%g,"total_ms":%g,"local_port":%d,"error":""}`,
-			start+total, i+1, conn, fresh, !fresh, nc, start, dns, connect, tls, total-0.1, total, port))
+		add(sim.Event{Kind: sim.KindCall, At: ms(start + total), Req: i + 1, Call: 1, Worker: 1, Conn: conn, NewConn: fresh, Reused: !fresh,
+			Start: ms(start), NameLookup: ms(dns), Connect: ms(connect), AppConnect: ms(tls), StartTransfer: ms(total - 0.1), Total: ms(total), LocalPort: port})
 		if i%4 == 3 {
-			at := start + total
-			add(fmt.Sprintf(`{"kind":"close","at_ms":%g,"conn":%d,"local_port":%d,"by":"client","reason":"no-reuse"}`, at, conn, port))
-			add(fmt.Sprintf(`{"kind":"time_wait","at_ms":%g,"local_port":%d,"by":"client"}`, at, port))
+			at := ms(start + total)
+			add(sim.Event{Kind: sim.KindClose, At: at, Conn: conn, LocalPort: port, By: "client", Reason: "no-reuse"})
+			add(sim.Event{Kind: sim.KindTimeWait, At: at, LocalPort: port, By: "client"})
 		}
 	}
 	if n > 0 {
@@ -102,26 +108,65 @@ func (f *fakeStream) handler(public string) http.Handler {
 		if err != nil {
 			return
 		}
-		defer c.Close()
+		fc := &fakeConn{c: c, cancelled: map[string]bool{}}
+		var runs sync.WaitGroup
+		defer func() {
+			c.Close()
+			runs.Wait()
+		}()
 		for {
 			var m struct{ Type, ID, Mode string }
 			if err := c.ReadJSON(&m); err != nil {
 				return
 			}
-			if m.Type != "run" {
-				continue
+			switch {
+			case m.Type == "cancel":
+				// As sim serve does: a run the page has left (it pressed
+				// Run again, or a block ran by itself first) stops.
+				fc.cancel(m.ID)
+			case m.Type == "run" && m.Mode == "real":
+				runs.Go(func() { f.real(fc, m.ID) })
+			case m.Type == "run":
+				runs.Go(func() { f.run(fc, m.ID) })
 			}
-			if m.Mode == "real" {
-				f.real(c, m.ID)
-				continue
-			}
-			f.run(c, m.ID)
 		}
 	})
 	return mux
 }
 
-func (f *fakeStream) run(c *websocket.Conn, id string) {
+// fakeConn is one page's socket: runs write from their own goroutines,
+// one message at a time, and stop when cancelled.
+type fakeConn struct {
+	c         *websocket.Conn
+	mu        sync.Mutex
+	cancelled map[string]bool
+}
+
+func (fc *fakeConn) WriteJSON(v any) error {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.c.WriteJSON(v)
+}
+
+func (fc *fakeConn) WriteMessage(kind int, data []byte) error {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.c.WriteMessage(kind, data)
+}
+
+func (fc *fakeConn) cancel(id string) {
+	fc.mu.Lock()
+	fc.cancelled[id] = true
+	fc.mu.Unlock()
+}
+
+func (fc *fakeConn) stopped(id string) bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.cancelled[id]
+}
+
+func (f *fakeStream) run(c *fakeConn, id string) {
 	var names []string
 	var vs []map[string]string
 	for v := 0; v < f.variants; v++ {
@@ -136,6 +181,9 @@ func (f *fakeStream) run(c *websocket.Conn, id string) {
 	batches, counts := f.batch()
 	for v, name := range names {
 		for i, batch := range batches {
+			if c.stopped(id) {
+				return
+			}
 			msg := head + strconv.Quote(name) + `,"events":[` + string(batch) + `]}`
 			if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 				return
@@ -159,7 +207,7 @@ func (f *fakeStream) run(c *websocket.Conn, id string) {
 // real answers a real run as PROTOCOL.md says sim serve does: queued, then
 // started, events, a periodic stats, and a done whose variants carry the
 // model's summary and the phase comparison beside the measurement.
-func (f *fakeStream) real(c *websocket.Conn, id string) {
+func (f *fakeStream) real(c *fakeConn, id string) {
 	c.WriteJSON(map[string]any{"type": "queued", "id": id, "position": 1})
 	time.Sleep(300 * time.Millisecond)
 	var vs []map[string]string

@@ -91,7 +91,7 @@ func (st *stream) add(variant string, e *sim.Event) {
 	} else {
 		st.buf = append(st.buf, ',')
 	}
-	st.buf = e.AppendJSON(st.buf)
+	st.buf = e.AppendCompactJSON(st.buf)
 	st.n++
 	st.sent[variant]++
 	if st.n >= lim.BatchEvents || time.Since(st.opened) >= lim.BatchWait {
