@@ -35,6 +35,16 @@ model's, and the connection counts must be equal; the exit status is 1 when
 one is not. A variant outside tolerance is run once more (--retries), since
 a busy machine slows real runs down.
 
+Before comparing, the harness measures its own overhead at each variant's
+RTT: reused HTTPS calls with no server work, whose every microsecond beyond
+the round trip is the harness's (threads that slept through the round trip
+wake up late: 0.1-0.4 ms on a small VM, tens of microseconds on a quiet
+machine). It is printed with each variant, and up to 0.3 ms of it, the
+accuracy the emulated path promises, is added to the tolerance. Where about
+half the calls open a connection and half reuse one, the median of all calls
+falls between the two groups and is shown without a verdict: the totals of
+each kind (total, new conn; total, reused) are compared instead.
+
 ` + harness.ScalingRules,
 		run: validateCmd,
 	})
