@@ -230,9 +230,10 @@ func (f *fakeStream) real(c *fakeConn, id string) {
 		measured := summary(p50, f.calls)
 		c.WriteJSON(map[string]any{"type": "stats", "id": id, "variant": m["name"], "summary": measured})
 		done = append(done, map[string]any{"name": m["name"], "label": m["label"], "summary": measured, "error": "",
-			"model": summary(0.3, f.calls), "compare": []map[string]any{
+			"harness_overhead_ms": 0.25, "model": summary(0.3, f.calls), "compare": []map[string]any{
 				{"phase": "connect_ms", "model_ms": 0.5, "measured_ms": 0.52, "error_pct": 4, "ok": true},
 				{"phase": "total_ms", "model_ms": 0.3, "measured_ms": p50, "error_pct": (p50 - 0.3) / 0.3 * 100, "ok": v == 0},
+				{"phase": "starttransfer", "model_ms": 10.05, "measured_ms": 11.9, "error_pct": 18.4, "ok": true, "note": "median of a mix"},
 			}})
 	}
 	c.WriteJSON(map[string]any{"type": "done", "id": id, "variants": done, "checks": []any{}, "elapsed_ms": 1234.5})
@@ -429,6 +430,7 @@ new MutationObserver(() => __statuses.push(document.querySelector("#%s .sim-stat
 	raw, err := chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(`(() => { const f = document.getElementById(%q); if (f.dataset.ready !== "1") return false;
 return JSON.stringify({statuses: __statuses, models: f.querySelectorAll(".sim-summary td .model").length, errs: [...f.querySelectorAll(".sim-summary td .err")].map(e => e.textContent),
   compare: f.querySelectorAll(".sim-compare tbody tr").length, bad: f.querySelectorAll(".sim-compare tbody tr.bad").length,
+  caption: f.querySelector(".sim-compare caption").textContent, noted: [...f.querySelectorAll(".sim-compare tbody tr[title]")].map(r => r.lastChild.textContent),
   measured: +f.querySelector('.sim-summary tr[data-metric="total_ms.p50"] td[data-variant="v2"]').dataset.value}); })()`, id), chromedp.WithPollingTimeout(60*time.Second)))
 	if err != nil {
 		t.Fatal(err)
@@ -443,6 +445,8 @@ return JSON.stringify({statuses: __statuses, models: f.querySelectorAll(".sim-su
 		Errs     []string
 		Compare  int
 		Bad      int
+		Caption  string
+		Noted    []string
 		Measured float64
 	}
 	if err := json.Unmarshal([]byte(raw), &got); err != nil {
@@ -460,7 +464,15 @@ return JSON.stringify({statuses: __statuses, models: f.querySelectorAll(".sim-su
 	if got.Measured != 0.43 {
 		t.Errorf("v2's measured median is %v, want the stats' 0.43", got.Measured)
 	}
-	if got.Compare != 4 || got.Bad != 1 {
-		t.Errorf("phase comparison: %d rows, %d out of tolerance; want 4 and 1", got.Compare, got.Bad)
+	if got.Compare != 6 || got.Bad != 1 {
+		t.Errorf("phase comparison: %d rows, %d out of tolerance; want 6 and 1", got.Compare, got.Bad)
+	}
+	// A median that falls between new and reused calls is shown with its
+	// reason and no verdict; the caption says what the harness adds.
+	if len(got.Noted) != 2 || got.Noted[0] != "·" {
+		t.Errorf("rows shown without a verdict: %q, want 2 marked ·", got.Noted)
+	}
+	if !strings.Contains(got.Caption, "0.25 ms") {
+		t.Errorf("caption %q does not give the harness's overhead", got.Caption)
 	}
 }

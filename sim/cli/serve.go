@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/connlab/connlab/sim/server"
 )
@@ -14,6 +15,10 @@ import (
 // serveReal runs blocks on real servers for `sim serve` (serve_real.go);
 // while it is nil, real runs are answered with an error.
 var serveReal server.RealFunc
+
+// serveTare measures the harness's own overhead for real runs' comparisons
+// (serve_real.go); nil without the harness.
+var serveTare func(ctx context.Context, rtt time.Duration) (time.Duration, error)
 
 func init() {
 	register(&command{
@@ -61,6 +66,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 		Public:        *public,
 		Labs:          dirs,
 		Real:          serveReal,
+		Tare:          serveTare,
 		LoopbackHosts: loopback,
 		Logf:          logf,
 	})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
@@ -18,5 +19,8 @@ func init() {
 			Set: set, Variants: variants, Seed: seed, Real: []string{"nginx", "redis"},
 			Sink: func(_, variant string, e *sim.Event) { sink(variant, e) },
 		})
+	}
+	serveTare = func(ctx context.Context, rtt time.Duration) (time.Duration, error) {
+		return harness.Tare(ctx, rtt, harness.Options{})
 	}
 }

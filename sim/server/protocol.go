@@ -77,6 +77,9 @@ type doneVariant struct {
 	Error   string             `json:"error"`
 	Model   *sim.Summary       `json:"model,omitempty"`
 	Compare []harness.PhaseRow `json:"compare,omitempty"`
+	// HarnessOverheadMS: what the harness adds to a reused call at the
+	// variant's RTT (harness.Tare), part of the comparison's tolerance.
+	HarnessOverheadMS float64 `json:"harness_overhead_ms,omitempty"`
 }
 
 type outDone struct {

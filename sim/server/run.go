@@ -550,7 +550,36 @@ func (r *run) execReal() error {
 	if err != nil {
 		return err
 	}
-	r.c.send(encode(r.doneMsg(res, model, []lab.Check{})))
+	tares := map[string]time.Duration{}
+	if s.opt.Tare != nil {
+		for _, v := range res.Variants {
+			if v.Scenario == nil || v.Summary == nil {
+				continue
+			}
+			d, err := s.opt.Tare(ctx, v.Scenario.RTT)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s.logf("measuring the harness's overhead at %s RTT: %v", v.Scenario.RTT, err)
+				continue
+			}
+			tares[v.Name] = d
+		}
+	}
+	d := r.doneMsg(res, model, []lab.Check{})
+	for i := range d.Variants {
+		dv := &d.Variants[i]
+		tare, ok := tares[dv.Name]
+		if !ok || dv.Model == nil || dv.Summary == nil {
+			continue
+		}
+		tol := harness.DefaultTolerance
+		tol.Abs += min(tare, harness.MaxTare)
+		dv.Compare = harness.ComparePhases(dv.Model, dv.Summary, tol)
+		dv.HarnessOverheadMS = float64(tare.Microseconds()) / 1000
+	}
+	r.c.send(encode(d))
 	return nil
 }
 

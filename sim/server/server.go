@@ -44,6 +44,10 @@ type Options struct {
 	Labs []string
 	// Real runs blocks on real servers; nil answers real runs with an error.
 	Real RealFunc
+	// Tare measures the harness's own overhead of a reused call at an RTT
+	// (harness.Tare); up to harness.MaxTare of it is added to the tolerance
+	// of a real run's phase comparison, as sim validate does. nil: none.
+	Tare func(ctx context.Context, rtt time.Duration) (time.Duration, error)
 	// LoopbackHosts makes the server refuse requests whose Host header is
 	// not a loopback name or address (127.0.0.0/8, ::1, localhost): a page
 	// on another site cannot reach it by pointing its own name at 127.0.0.1

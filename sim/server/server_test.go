@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/gorilla/websocket"
 )
@@ -534,6 +536,9 @@ type fakeReal struct {
 	release  chan struct{}
 	events   int
 	variants [][]string
+	// scenarios: each variant's result carries the scenario that ran, as
+	// harness.RunBlock's do.
+	scenarios bool
 }
 
 func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
@@ -562,7 +567,15 @@ func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, var
 			}
 		}
 		sum := col.Summary()
-		res.Variants = append(res.Variants, &lab.VariantResult{Name: name, Label: b.Variant(name).Label, Summary: &sum})
+		vr := &lab.VariantResult{Name: name, Label: b.Variant(name).Label, Summary: &sum}
+		if f.scenarios {
+			sc, err := b.Scenario(b.Variant(name), set)
+			if err != nil {
+				return nil, err
+			}
+			vr.Scenario = &sc
+		}
+		res.Variants = append(res.Variants, vr)
 	}
 	select {
 	case <-f.release:
@@ -570,6 +583,36 @@ func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, var
 		return nil, ctx.Err()
 	}
 	return res, nil
+}
+
+// A real run's comparison allows for the harness's measured overhead as
+// sim validate does (up to harness.MaxTare on top of its 0.5 ms), and
+// the page is told how much was measured.
+func TestRealRunTare(t *testing.T) {
+	f := &fakeReal{release: make(chan struct{}, 1), events: 3, scenarios: true}
+	f.release <- struct{}{}
+	var asked []time.Duration
+	tare := func(ctx context.Context, rtt time.Duration) (time.Duration, error) {
+		asked = append(asked, rtt)
+		return time.Millisecond, nil
+	}
+	s := newTestServer(t, Options{Real: f.run, Tare: tare})
+	c := s.dial(t)
+	send(t, c, runReq{Type: "run", ID: "a", Lab: "php-persistent-share", Block: "across-requests", Mode: "real", Variants: []string{"persistent"}})
+	done, _ := until(t, c, "a", "done")
+	if len(done.Variants) != 1 || len(done.Variants[0].Compare) == 0 {
+		t.Fatalf("done %s", asJSON(done))
+	}
+	v := done.Variants[0]
+	if v.HarnessOverheadMS != 1 || len(asked) != 1 || asked[0] <= 0 {
+		t.Errorf("overhead %v ms, asked at %v", v.HarnessOverheadMS, asked)
+	}
+	for _, p := range v.Compare {
+		want := math.Max(0.05*p.ModelMS, 0.5+float64(harness.MaxTare)/1e6) // max(5 %, 0.5 ms + the overhead)
+		if p.Note == "" && math.Abs(p.ToleranceMS-want) > 0.001 {
+			t.Errorf("%s: tolerance %.3f ms, want %.3f", p.Phase, p.ToleranceMS, want)
+		}
+	}
 }
 
 // Real runs run one at a time on the whole server; the others are told

@@ -33,6 +33,7 @@ export class VariantData {
   summary: Summary | null = null; // measured (real) or modelled
   model: Summary | null = null; // the model's prediction of a real run
   compare: PhaseRow[] | null = null;
+  overhead = 0; // ms the harness itself adds to a call (real runs)
   series: Sample[] | null = null;
   error = "";
   truncated = 0;

@@ -109,6 +109,8 @@ export function renderSummary(root: HTMLElement, vs: VariantData[], real: boolea
 function compareTable(rows: { d: VariantData; p: PhaseRow }[]): HTMLElement {
   const table = el("table", "sim-table sim-compare");
   table.append(el("caption", "", t("w_model") + " / " + t("w_measured")));
+  const overhead = Math.max(0, ...rows.map(({ d }) => d.overhead));
+  if (overhead > 0) table.caption!.append(el("span", "sim-overhead", " · " + t("w_overhead", { ms: num(overhead, 2) })));
   const head = el("tr");
   for (const h of [t("w_variants"), "", t("w_model"), t("w_measured"), t("w_error"), ""]) head.append(el("th", "", h));
   table.createTHead().append(head);

@@ -49,7 +49,7 @@ export interface PhaseRow { phase: string; model_ms: number; measured_ms: number
 
 export interface DoneVariant {
   name: string; label?: string; summary?: Summary; error?: string;
-  model?: Summary; compare?: PhaseRow[] | { phases?: PhaseRow[] }; series?: Sample[];
+  model?: Summary; compare?: PhaseRow[] | { phases?: PhaseRow[] }; series?: Sample[]; harness_overhead_ms?: number;
 }
 
 // ServerMsg is any message of the server → client table of PROTOCOL.md.

@@ -371,6 +371,7 @@ export class Widget {
           d.error = v.error || "";
           d.model = v.model || null;
           d.compare = phaseRows(v.compare);
+          d.overhead = v.harness_overhead_ms || 0;
           if (v.series && v.series.length) d.series = v.series;
           else if (d.truncated && this.defaults && !this.real) {
             // The stream was cut short; with the block's own parameters the
