@@ -256,6 +256,7 @@ func TestServeRealRun(t *testing.T) {
 			Compare []struct {
 				Phase string `json:"phase"`
 			} `json:"compare"`
+			Overhead float64 `json:"harness_overhead_ms"`
 		} `json:"variants"`
 	}
 	calls := 0
@@ -304,6 +305,9 @@ func TestServeRealRun(t *testing.T) {
 		}
 		if len(v.Compare) != want {
 			t.Errorf("%s: %d phase rows, want %d", v.Name, len(v.Compare), want)
+		}
+		if v.Overhead <= 0 || v.Overhead > 50 {
+			t.Errorf("%s: harness overhead %v ms: not measured", v.Name, v.Overhead)
 		}
 	}
 	if got := done.Variants[1].Summary.Connects; got != 1 {
