@@ -66,9 +66,14 @@ type dispatcher struct {
 	// mode) at once, as PHP-FPM forks a child on demand: started during
 	// the run, a Go process's start-up held the next requests up by tens
 	// of milliseconds and slowed the calls beside it.
-	spares  []*workerProc
-	spawned int
+	spares    []*workerProc
+	spawned   int
+	lingering int // retired processes waiting for the run's end (job.Linger)
 }
+
+// maxLinger bounds the retired worker processes left until the run ends;
+// past it they exit when they retire.
+const maxLinger = 16
 
 // maxSpares bounds the spare worker processes started before a run.
 const maxSpares = 16
@@ -299,7 +304,11 @@ func (d *dispatcher) finished(w int) {
 	d.served[w]++
 	if s.Mode == "cli" || (s.MaxRequests > 0 && d.served[w] >= s.MaxRequests) {
 		old := d.procs[w]
-		go old.in.send(&msg{Job: &job{Exit: true}})
+		linger := d.lingering < maxLinger
+		if linger {
+			d.lingering++
+		}
+		go old.in.send(&msg{Job: &job{Exit: true, Linger: linger}})
 		if len(d.spares) > 0 {
 			p := d.spares[0]
 			d.spares = d.spares[1:]

@@ -74,6 +74,11 @@ type job struct {
 	// receipt). The lab process sends a job dispatchLead ahead of it.
 	At   int64 `json:"at,omitempty"`
 	Exit bool  `json:"exit,omitempty"` // exit after the requests in hand (max_requests, CLI mode)
+	// Linger, with Exit: drop the client state (its connections close
+	// now) but leave the process until stdin ends, after the run. A
+	// process exiting while others serve slowed their calls by up to a
+	// millisecond; the model has no cost for it.
+	Linger bool `json:"linger,omitempty"`
 }
 
 // wallTime turns a Unix time from another process (they share the

@@ -249,6 +249,7 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 	if err := out.send(&msg{Ready: true}); err != nil {
 		return err
 	}
+	linger := false
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for {
@@ -265,6 +266,7 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 		j := m.Job
 		w.setBase(j.T0)
 		if j.Exit {
+			linger = j.Linger
 			break
 		}
 		wg.Add(1)
@@ -282,7 +284,13 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 		lowerPriority() // it winds down behind the requests of the others
 	}
 	w.exit()
-	return out.flush()
+	err = out.flush()
+	for linger {
+		if _, e := lr.next(); e != nil {
+			break // stdin ended: the run is over
+		}
+	}
+	return err
 }
 
 // redisKey is the key request n writes and reads back.
