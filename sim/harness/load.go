@@ -19,9 +19,8 @@ import (
 
 // workerProc is one worker process as the lab process sees it.
 type workerProc struct {
-	id     int // 1-based slot (0: a spare not yet in one)
-	slot   atomic.Int32
-	serial int // 1-based, in the order processes were started
+	slot   atomic.Int32 // 1-based (0: a spare not yet in one)
+	serial int          // 1-based, in the order processes were started
 	cmd    *exec.Cmd
 	in     *lineWriter
 	stdin  io.WriteCloser
@@ -168,7 +167,7 @@ func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	if err := start(); err != nil {
 		return nil, fmt.Errorf("harness: cannot start worker process %s: %w", lp.exe, err)
 	}
-	p := &workerProc{id: id, cmd: cmd, in: newLineWriter(stdin), stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
+	p := &workerProc{cmd: cmd, in: newLineWriter(stdin), stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
 	p.slot.Store(int32(id))
 	d.allMu.Lock()
 	d.spawned++
@@ -312,7 +311,6 @@ func (d *dispatcher) finished(w int) {
 		if len(d.spares) > 0 {
 			p := d.spares[0]
 			d.spares = d.spares[1:]
-			p.id = w + 1
 			p.slot.Store(int32(w + 1))
 			d.procs[w] = p
 		} else if p, err := d.spawn(w + 1); err != nil {
