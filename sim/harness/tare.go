@@ -23,7 +23,7 @@ const MaxTare = 300 * time.Microsecond
 // harness's own (scheduling, wake-ups, TLS and HTTP code).
 const tareSrc = "```sim {id=\"tare\"}\n" + `title = "Harness overhead of a reused call"
 workers = 1
-requests = 16
+requests = 10
 rtt = "%sms"
 dns = "0s"
 tls = "1.3"
