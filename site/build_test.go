@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim/cli"
+	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/net/html"
@@ -756,6 +757,14 @@ func TestUIStrings(t *testing.T) {
 		return m
 	}
 	en, ko := read("en"), read("ko")
+	// The real-run caption states the cap on the harness overhead that
+	// the tolerance allows: the harness's, in both languages.
+	cap := strconv.FormatFloat(float64(harness.MaxTare)/1e6, 'f', -1, 64) + " ms"
+	for lang, m := range map[string]map[string]any{"en": en, "ko": ko} {
+		if s, _ := m["w_overhead"].(string); !strings.Contains(s, cap) {
+			t.Errorf("i18n/%s.toml w_overhead %q does not say %s (harness.MaxTare)", lang, s, cap)
+		}
+	}
 	for k := range en {
 		if _, ok := ko[k]; !ok {
 			t.Errorf("i18n: %q is in en.toml but not ko.toml", k)

@@ -17,6 +17,9 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
+// maxTareText is harness.MaxTare as the help and the output write it.
+var maxTareText = sim.FormatDuration(harness.MaxTare)
+
 func init() {
 	register(&command{
 		name:    "validate",
@@ -38,9 +41,9 @@ a busy machine slows real runs down.
 Before comparing, the harness measures its own overhead at each variant's
 RTT: reused HTTPS calls with no server work, whose every microsecond beyond
 the round trip is the harness's (threads that slept through the round trip
-wake up late: 0.1-0.4 ms on a small VM, tens of microseconds on a quiet
-machine). It is printed with each variant, and up to 0.3 ms of it, the
-accuracy the emulated path promises, is added to the tolerance. Where about
+wake up late; a small VM shows tenths of a millisecond). It is printed
+with each variant, and up to ` + maxTareText + ` of it, the accuracy the emulated
+path promises, is added to the tolerance. Where about
 half the calls open a connection and half reuse one, the median of all calls
 falls between the two groups and is shown without a verdict: the totals of
 each kind (total, new conn; total, reused) are compared instead.
@@ -137,7 +140,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	out := ValidateOutput{Lab: l.Title, File: l.File, OK: true,
-		Tolerance: fmt.Sprintf("%s + the harness's own overhead, up to %s", tol, sim.FormatDuration(harness.MaxTare))}
+		Tolerance: fmt.Sprintf("%s + the harness's own overhead, up to %s", tol, maxTareText)}
 	for _, b := range blocks {
 		bv, err := harness.Validate(ctx, b, opt, tol, *retries)
 		if err != nil {
@@ -209,8 +212,8 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			}
 			total++
 			if len(v.Phases) > 0 {
-				fmt.Fprintf(w, "    harness overhead on this machine: %.3f ms a reused call (up to %.1f ms of it is in the tolerance column)\n",
-					v.HarnessOverheadMS, float64(harness.MaxTare)/1e6)
+				fmt.Fprintf(w, "    harness overhead on this machine: %.3f ms a reused call (up to %s of it is in the tolerance column)\n",
+					v.HarnessOverheadMS, maxTareText)
 				tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
 				fmt.Fprintln(tw, "    phase\tmodel ms\tmeasured p50\tp90\terror\ttolerance\t\t")
 				note := ""

@@ -28,8 +28,8 @@ type workerConfig struct {
 	// Warm, the harness's certificates, asks the worker to warm its code up
 	// before it says it is ready (see warmUp).
 	Warm *Certs `json:"warm,omitempty"`
-	// Nice: start at the lowest CPU priority and take the highest when
-	// ready. A worker replacing one during the run (pm.max_requests, CLI
+	// Nice: the process was started at the lowest CPU priority
+	// (startLowPriority) and takes the highest when ready. A worker replacing one during the run (pm.max_requests, CLI
 	// mode) otherwise starts up on the CPU the requests in flight need: a
 	// reused call next to a starting worker came out 1–4 ms late. Set only
 	// where the lab process could raise its own priority.
@@ -224,9 +224,6 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 	var cfg workerConfig
 	if err := json.Unmarshal(first.Config, &cfg); err != nil {
 		return fmt.Errorf("harness: worker: bad config: %v", err)
-	}
-	if cfg.Nice {
-		lowerPriority()
 	}
 	w, err := newWorker(cfg, func(e *sim.Event) { out.event(e) })
 	if err != nil {
