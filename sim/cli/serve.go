@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/connlab/connlab/sim/loopback"
 	"github.com/connlab/connlab/sim/server"
 )
 
@@ -98,13 +99,12 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 
 // checkAddr refuses an address that is not loopback unless allowed, and
 // says whether it is loopback.
-func checkAddr(addr string, allowRemote bool) (loopback bool, err error) {
+func checkAddr(addr string, allowRemote bool) (isLoopback bool, err error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false, fmt.Errorf("--addr %q: want host:port, e.g. 127.0.0.1:8080", addr)
 	}
-	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
-	if strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback()) {
+	if loopback.IsHost(addr) {
 		return true, nil
 	}
 	if allowRemote {

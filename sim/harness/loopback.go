@@ -4,22 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"time"
+
+	"github.com/connlab/connlab/sim/loopback"
 )
 
 // CheckLoopback returns an error unless addr ("host:port" or a bare host) is
-// a literal loopback address: 127.0.0.0/8 or ::1. Names are refused too,
-// since resolving them could lead anywhere. Every listener and dialer of the
-// harness goes through it.
+// a literal loopback address (loopback.Check). Every listener and dialer of
+// the harness goes through it.
 func CheckLoopback(addr string) error {
-	host := addr
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		host = h
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || !ip.Unmap().IsLoopback() || ip.Zone() != "" {
-		return fmt.Errorf("harness: refusing %q: only loopback addresses (127.0.0.0/8, ::1) are allowed", addr)
+	if err := loopback.Check(addr); err != nil {
+		return fmt.Errorf("harness: %w", err)
 	}
 	return nil
 }

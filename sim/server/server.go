@@ -24,6 +24,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/loopback"
 	"github.com/gorilla/websocket"
 )
 
@@ -222,7 +223,7 @@ func (s *Server) Handler() http.Handler {
 		return s.mux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
+		if !loopback.IsHost(r.Host) {
 			http.Error(w, fmt.Sprintf("sim serve answers only requests to a loopback address (got Host %q)", r.Host), http.StatusForbidden)
 			return
 		}
@@ -368,18 +369,4 @@ func SameOrigin(r *http.Request) bool {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host)
-}
-
-// loopbackHost reports whether a Host header names this machine's loopback.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
