@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,7 @@ import (
 
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/connlab/connlab/sim/cli"
 	"golang.org/x/net/html"
 )
 
@@ -395,6 +397,17 @@ func TestStaticSite(t *testing.T) {
 			if u, _ := url.Parse(addr); u == nil || !strings.Contains(u.RawQuery, block+"."+key+"=") {
 				t.Errorf("after the run the address is %s, want the block's state in it", addr)
 			}
+			// sim run takes the same link.
+			st, err := cli.ParseLink(link, "", s.root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", "--json", "--block", st.Block, "--seed", strconv.FormatUint(st.Seed, 10)}
+			for _, kv := range st.Set {
+				args = append(args, "--set", "'"+kv+"'")
+			}
+			byLink := "go run ./sim/cmd/sim run " + strings.Join(append(args[2:], st.File), " ")
+			sameSummaries(t, "sim run "+link, commandSummaries(t, s, byLink), want)
 			exercises := len(hFind(s.html(t, p.url), "section", "exercise")) > 0
 			if exercises {
 				u, _ := url.Parse(link)
