@@ -170,7 +170,7 @@ func TestRunsMatchSimRun(t *testing.T) {
 		}
 		s := newSession()
 		s.load(t, name, "en", filepath.ToSlash(rel))
-		for _, b := range v["blocks"].([]any) {
+		for i, b := range v["blocks"].([]any) {
 			id := b.(map[string]any)["id"].(string)
 			blocks++
 			got := reencode(doneOf(t, s.handle(t, map[string]any{"type": "run", "id": "r", "lab": name, "block": id})))
@@ -183,8 +183,12 @@ func TestRunsMatchSimRun(t *testing.T) {
 					t.Errorf("%s %s %s: the page's model gives\n%s\nsim run gives\n%s", name, id, k, got.summaries[k], w)
 				}
 			}
-			// Seed 3 and a changed key: no expectations (they describe the
-			// block as written), the same numbers as sim run --set --seed.
+			// Seed 3 and a changed key (on each lab's first block, to keep
+			// the test short): no expectations (they describe the block as
+			// written), the same numbers as sim run --set --seed.
+			if i > 0 {
+				continue
+			}
 			got = reencode(doneOf(t, s.handle(t, map[string]any{"type": "run", "id": "r", "lab": name, "block": id, "params": map[string]any{"rtt": "7ms"}, "seed": 3})))
 			want = fromCLI(t, simRun(t, "--block", id, "--set", "rtt=7ms", "--seed", "3", f), id)
 			if got.checks != "[]" || want.checks != "[]" {
