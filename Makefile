@@ -6,8 +6,13 @@ BIN     := bin/sim
 ADDR    ?= 127.0.0.1:8080
 HUGO    := $(GO) tool hugo
 PAGES   := $(filter-out %.ko.md,$(wildcard labs/*.md content/*.md))
+# Where `make wasm` puts the model for the pages (Hugo fingerprints it).
+WASMDIR ?= site/assets/wasm
+# The published site's address: / serves it at a host's root; a site under
+# a path takes that path, e.g. make site BASEURL=https://example.org/connlab/
+BASEURL ?= /
 
-.PHONY: build data site serve dev test vet bench
+.PHONY: build data wasm site serve dev test vet bench
 
 build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
@@ -32,8 +37,19 @@ data: build
 	  fi; \
 	done
 
-site: data
-	$(HUGO) --gc --minify -s site -d ../public
+# The model for pages on a static host: the engine and the lab package as
+# WebAssembly (sim/cmd/simwasm), and Go's own loader for it, from the Go
+# that builds it. Written whole or not at all.
+wasm:
+	@mkdir -p $(WASMDIR)
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm
+	@mv $(WASMDIR)/sim.wasm.tmp $(WASMDIR)/sim.wasm
+	@cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WASMDIR)/wasm_exec.js.tmp && mv $(WASMDIR)/wasm_exec.js.tmp $(WASMDIR)/wasm_exec.js
+
+# public/ is the whole site: any static file server can serve it (README:
+# Publishing); sim serve adds live and real runs.
+site: data wasm
+	$(HUGO) --gc --minify -s site -d ../public --baseURL $(BASEURL)
 
 serve: site
 	$(BIN) serve --addr $(ADDR) --public public
@@ -42,7 +58,7 @@ serve: site
 # widget while sim serve serves it with live runs; reload the browser. The
 # model's numbers are computed once: run `make data` again after changing a
 # ```sim block. Ctrl-C stops both.
-dev: data
+dev: data wasm
 	@trap 'kill $$hugo 2>/dev/null; wait $$hugo 2>/dev/null' EXIT INT TERM; \
 	$(HUGO) build --watch --gc -s site -d ../public & hugo=$$!; \
 	$(BIN) serve --addr $(ADDR) --public public

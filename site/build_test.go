@@ -108,6 +108,9 @@ func buildSite() (*builtSite, error) {
 	if err := s.writeData(); err != nil {
 		return s, err
 	}
+	if err := s.buildWasm(); err != nil {
+		return s, err
+	}
 	if out, err := hugo(root, s.config(nil), "-d", s.public, "--gc", "--minify"); err != nil {
 		return s, fmt.Errorf("hugo: %v\n%s", err, out)
 	}
@@ -188,6 +191,25 @@ func (s *builtSite) writeData() error {
 	return nil
 }
 
+// buildWasm does what `make wasm` does, into s.dir/wasm, with make itself,
+// so the build's flags are written once (the Makefile).
+func (s *builtSite) buildWasm() error {
+	cmd := exec.Command("make", "-s", "wasm", "WASMDIR="+filepath.Join(s.dir, "wasm"), "GO="+goCommand())
+	cmd.Dir = s.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("make wasm: %v\n%s", err, out)
+	}
+	return nil
+}
+
+func goCommand() string {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		return "go"
+	}
+	return goBin
+}
+
 // pageURL is where Hugo writes a page: labs under /labs/, Korean under /ko/.
 func pageURL(dir, name, lang string) string {
 	u := "/"
@@ -215,12 +237,28 @@ func (s *builtSite) config(mounts map[string]string) string {
 	if err := toml.Unmarshal(src, &cfg); err != nil {
 		panic(fmt.Sprintf("site/hugo.toml: %v", err))
 	}
-	all := map[string]string{"data": s.data}
+	all := map[string]string{"data": s.data, "assets/wasm": filepath.Join(s.dir, "wasm")}
 	for k, v := range mounts {
 		all[k] = v
 	}
 	module := cfg["module"].(map[string]any)
 	var list []any
+	// Mounts of targets the file lacks go first: they win over the
+	// directories mounted above them (site/assets/wasm of a make wasm).
+	have := map[string]bool{}
+	for _, m := range module["mounts"].([]any) {
+		have[m.(map[string]any)["target"].(string)] = true
+	}
+	targets := make([]string, 0, len(all))
+	for target := range all {
+		targets = append(targets, target)
+	}
+	slices.Sort(targets)
+	for _, target := range targets {
+		if !have[target] && all[target] != "" {
+			list = append(list, map[string]any{"source": all[target], "target": target})
+		}
+	}
 	for _, m := range module["mounts"].([]any) {
 		mm := m.(map[string]any)
 		target := mm["target"].(string)

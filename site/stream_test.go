@@ -102,6 +102,11 @@ func (f *fakeStream) events(emit func(batch []byte, n int)) {
 func (f *fakeStream) handler(public string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(public)))
+	// The pages ask which host served them (sim/cli/serve_probe.go).
+	mux.HandleFunc("GET /api/server.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"server":true,"real":true,"class":false}`))
+	})
 	up := websocket.Upgrader{}
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)

@@ -20,14 +20,17 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "run a lab's scenarios in the model and print each block's variants side by side",
-		usage:   "[--json] [--block ID] [--set key=value]... [--seed N] [--events FILE] FILE",
+		usage:   "[--json] [--block ID] [--set key=value]... [--seed N] [--events FILE] [--link [--base URL]] FILE|LINK",
 		example: `  sim run labs/php-persistent-share.md
   sim run --block idle --set pause=60s labs/php-persistent-share.md
   sim run --json --block across-requests labs/php-persistent-share.md | jq '.blocks[0].variants[].summary.total_ms'
   sim run --events events.ndjson labs/port-exhaustion.md
+  sim run 'http://127.0.0.1:8080/labs/idle-timeouts/?idle.pause=60s&idle.seed=3'
+  sim run --link --block idle --set pause=60s labs/idle-timeouts.md
 
 FILE is a lab (.md, its ` + "```sim" + ` blocks) or one scenario (.toml). Without --set, the
-exit status is 1 when an expectation of the lab is not met.`,
+exit status is 1 when an expectation of the lab is not met. LINK is a lab page's address
+as its "Copy link" gives it: the run's block, settings and seed (flags given too win).`,
 		run: runCmd,
 	})
 }
@@ -50,12 +53,19 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	series := fs.Bool("series", false, "with --json, add each variant's time series")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override a scenario `key=value` in every variant (repeatable; sim params lists the keys)")
+	lf := addLinkFlags(fs)
 	pos, err := parse(c, env, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usageError{"want exactly one FILE"}
+	}
+	if pos[0], err = applyLink(fs, pos[0], block, &sets, seed); err != nil {
+		return err
+	}
+	if *lf.print {
+		return printLink(env, lf, pos[0], *block, sets, *seed)
 	}
 	overrides, err := sets.settings()
 	if err != nil {

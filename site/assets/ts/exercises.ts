@@ -7,14 +7,16 @@
 //   hint; Show gives up. After the answer, the explanation, and the page's
 //   sim widget runs the exercise's scenario (the "connlab:run" page event,
 //   sim/server/PROTOCOL.md). Progress stays in this browser (localStorage).
-// - ?seed=N: the local server (GET /exercise/api) gives this student's own
-//   numbers; without a server the page keeps the lab's own.
+// - ?seed=N: this student's own numbers, from the local server (GET
+//   /exercise/api) or, on a static host, from the model in the page
+//   (model/client.ts), which computes the same instances.
 // - Class mode (sim serve --class, GET /class/info): the student joins with
 //   a display name, predictions go to the teacher over /class/ws, and the
 //   answer comes when the teacher reveals it.
 //
 // Nothing is sent anywhere except to the server that served the page, and
 // only in class mode or for a seed.
+import { host, model } from "./model/client";
 
 interface Scenario {
   lab?: string;
@@ -46,6 +48,8 @@ interface PageData extends Instance {
   lab: string;
   lang: string;
   n: number;
+  file?: string; // the page's Markdown, as the repository names it
+  src?: string; // its URL, for the model in the page
 }
 
 type Strings = Record<string, string>;
@@ -586,6 +590,9 @@ class Page {
   lang = document.documentElement.lang || "en";
   seed = 0;
   private lab = "";
+  private file = "";
+  private src = "";
+  private server = false;
   private notice: HTMLElement | null = null;
   private progressEl: HTMLElement | null = null;
 
@@ -608,6 +615,10 @@ class Page {
       }
       this.lab = data.lab;
       if (data.lang) this.lang = data.lang;
+      if (data.file && data.src) {
+        this.file = data.file;
+        this.src = data.src;
+      }
       try {
         this.exercises.push(new Exercise(sec, data, () => this.updateProgress()));
       } catch (e) {
@@ -651,14 +662,25 @@ class Page {
     this.progressEl.textContent = " " + t("progress", { n, m: this.exercises.length });
   }
 
-  // loadSeed asks the local server for a seed's exercises; false without one.
+  // loadSeed gets a seed's exercises from the local server or, without
+  // one, from the model in the page; false when neither gives them.
   async loadSeed(seed: number, hidden: boolean): Promise<boolean> {
-    if (!/^https?:$/.test(location.protocol)) return false;
     try {
-      const u = `/exercise/api?lab=${encodeURIComponent(this.lab)}&lang=${encodeURIComponent(this.lang)}&seed=${seed}`;
-      const r = await fetch(u, { headers: { Accept: "application/json" } });
-      if (!r.ok) return false;
-      const doc = (await r.json()) as { seed: number; hidden: boolean; exercises: Instance[] };
+      let doc: { seed: number; hidden: boolean; exercises: Instance[] };
+      if (this.server) {
+        const u = `/exercise/api?lab=${encodeURIComponent(this.lab)}&lang=${encodeURIComponent(this.lang)}&seed=${seed}`;
+        const r = await fetch(u, { headers: { Accept: "application/json" } });
+        if (!r.ok) return false;
+        doc = await r.json();
+      } else {
+        if (!this.src || !model.available()) return false;
+        this.say(t("model_loading"));
+        const ok = (await model.load()) && (await model.source(this.lab, this.lang, this.file, this.src));
+        this.say("");
+        const r = ok ? await model.exercises(this.lab, this.lang, seed) : null;
+        if (!r) return false;
+        doc = r as unknown as typeof doc;
+      }
       this.seed = doc.seed;
       for (const inst of doc.exercises) {
         const x = this.find(this.lab, inst.id);
@@ -673,7 +695,13 @@ class Page {
   private async connect(): Promise<void> {
     const param = new URLSearchParams(location.search).get("seed");
     let info: ClassInfo | null = null;
-    if (/^https?:$/.test(location.protocol)) {
+    this.server = (await host()).server;
+    if (!this.server) {
+      // A static host: class mode needs the teacher's server.
+      const note = document.querySelector<HTMLElement>(".ex-toolbar .ex-class-static");
+      if (note) note.hidden = false;
+    }
+    if (this.server) {
       try {
         const r = await fetch("/class/info", { headers: { Accept: "application/json" } });
         if (r.ok) info = (await r.json()) as ClassInfo;

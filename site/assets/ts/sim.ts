@@ -1,8 +1,13 @@
 // The sim widget: every ```sim block of the page (rendered by
 // layouts/_markup/render-codeblock-sim.html) becomes a live scenario that
-// runs on the local sim server (sim/server/PROTOCOL.md). Without a server
-// the block's TOML and the build-time results stay as they are.
+// runs on the local sim server (sim/server/PROTOCOL.md), or, on a static
+// host, on the model in the page (model/client.ts), loaded after the page.
+// Without either, the block's TOML and the build-time results stay as
+// they are. A link's query restores blocks' states and runs them
+// (sim/link.ts).
+import { host, model } from "./model/client";
 import { loadStrings } from "./sim/i18n";
+import { parseLinks } from "./sim/link";
 import { socket } from "./sim/socket";
 import type { BlockData } from "./sim/types";
 import { Widget } from "./sim/widget";
@@ -33,25 +38,45 @@ function start(): void {
     w.setParams(d.params || {});
     void w.run(d.mode === "real" ? "real" : "model");
   });
-  // Find out early whether a server answers, so the page can say so; with
-  // one, a small block runs by itself when it comes into view, so the reader
-  // finds live results (one block at a time, not the whole page at once).
+  for (const [block, st] of parseLinks(location.search)) widgets.get(block)?.restore(st);
+  // Find out early whether a server answers, so the page can say so. Once
+  // runs can go somewhere, blocks opened from a link run, and a small block
+  // runs by itself when it comes into view, so the reader finds live
+  // results (one block at a time, not the whole page at once).
+  const begin = () => {
+    for (const w of widgets.values()) if (w.linked) void w.run("model", false, true);
+    const seen = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting) continue;
+        seen.unobserve(e.target);
+        const w = widgets.get((e.target as HTMLElement).dataset.simBlock || "");
+        if (w && w.idle()) void w.run("model", true);
+      }
+    }, { rootMargin: "100px" });
+    for (const w of widgets.values()) if (w.small()) seen.observe(w.element);
+  };
   if (widgets.size) {
-    void socket.connect().then((ok) => {
-      document.documentElement.dataset.simServer = ok ? "live" : "none";
-      if (!ok) {
-        for (const w of widgets.values()) w.noServer();
+    void host().then(async (h) => {
+      const live = h.server && (await socket.connect());
+      document.documentElement.dataset.simServer = live ? "live" : "none";
+      if (live) {
+        begin();
         return;
       }
-      const seen = new IntersectionObserver((entries) => {
-        for (const e of entries) {
-          if (!e.isIntersecting) continue;
-          seen.unobserve(e.target);
-          const w = widgets.get((e.target as HTMLElement).dataset.simBlock || "");
-          if (w && w.idle()) void w.run("model", true);
-        }
-      }, { rootMargin: "100px" });
-      for (const w of widgets.values()) if (w.small()) seen.observe(w.element);
+      for (const w of widgets.values()) w.noServer();
+      if (!model.available()) return;
+      // The model loads once the page has: its first paint and its own
+      // resources do not wait for the .wasm.
+      model.onProgress(() => {
+        for (const w of widgets.values()) w.modelStatus();
+      });
+      afterLoad(async () => {
+        document.documentElement.dataset.simModel = "loading";
+        const ok = await model.load();
+        document.documentElement.dataset.simModel = ok ? "ready" : "failed";
+        for (const w of widgets.values()) w.modelStatus();
+        if (ok) begin();
+      });
     });
   }
   // A printed lab (a worksheet) shows each scenario's TOML.
@@ -65,7 +90,12 @@ function start(): void {
   window.addEventListener("afterprint", () => {
     for (const d of opened.splice(0)) d.open = false;
   });
-  (window as unknown as { connlabSim: unknown }).connlabSim = { widgets, socket };
+  (window as unknown as { connlabSim: unknown }).connlabSim = { widgets, socket, model };
+}
+
+function afterLoad(f: () => void): void {
+  if (document.readyState === "complete") setTimeout(f, 0);
+  else window.addEventListener("load", () => setTimeout(f, 0), { once: true });
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

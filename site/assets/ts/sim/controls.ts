@@ -242,6 +242,10 @@ export class Controls {
     return p;
   }
 
+  setSeed(n: number): void {
+    this.seed.value = String(n);
+  }
+
   seedValue(): number | undefined {
     const n = parseInt(this.seed.value, 10);
     return isFinite(n) && n !== 1 ? n : undefined;

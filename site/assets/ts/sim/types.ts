@@ -31,7 +31,7 @@ export interface VariantDef { name: string; label: string; settings: Record<stri
 export interface BuiltVariant { name: string; label: string; summary?: Summary; error?: string; series?: Sample[] }
 
 export interface BlockData {
-  lab: string; block: string; file: string; title: string; note: string;
+  lab: string; block: string; file: string; src: string; title: string; note: string;
   controls: Control[]; fixed: Record<string, unknown>; variants: VariantDef[];
   portRange: string;
   results: { variants?: BuiltVariant[]; checks?: Check[] };

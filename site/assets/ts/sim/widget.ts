@@ -1,12 +1,21 @@
 // One ```sim block's widget: controls, Run (model) and Run real (loopback
 // harness), and per variant, side by side, a waterfall and a connection
 // timeline; below, the call-time distribution, the summary table and the
-// expectations. Events stream in over the page's WebSocket and are drawn
-// at most once per animation frame.
+// expectations. Events stream in over the page's WebSocket, or, on a static
+// host, from the model in the page (model/client.ts), in the same messages,
+// and are drawn at most once per animation frame.
+//
+// With sim serve, model runs go to the server: the socket is open anyway
+// (Run real and class mode need it), the page downloads no .wasm, and the
+// server reads the lab files afresh, so an author's edit shows at the next
+// run without a rebuild. The model in the page is for hosts without one.
 import { CDF } from "./cdf";
 import { PHASE, VARIANT, el } from "./canvas";
 import { Controls } from "./controls";
 import { t, int, num, ms } from "./i18n";
+import { host, model } from "../model/client";
+import { blockQuery, withBlock } from "./link";
+import type { LinkState } from "./link";
 import { socket } from "./socket";
 import { VariantData } from "./store";
 import { SOCK, Timeline } from "./timeline";
@@ -15,6 +24,17 @@ import { renderChecks, renderSummary } from "./summary";
 import { Waterfall } from "./waterfall";
 
 const TABLE_ROWS = 500; // calls listed per variant in the table
+
+// A Transport carries run messages: the server's socket or the model in
+// the page.
+interface Transport {
+  newID(block: string): string;
+  run(msg: Record<string, unknown> & { id: string }, h: (m: ServerMsg) => void): boolean;
+  cancel(id: string): void;
+  forget(id: string): void;
+}
+
+let firstResult = false; // a run finished on this page (benchmarks read the mark)
 
 interface Pane { d: VariantData; wf: Waterfall; tl: Timeline; root: HTMLElement }
 
@@ -35,6 +55,11 @@ export class Widget {
   private realBtn = el("button", "sim-run-real", t("w_run_real"));
   private cancelBtn = el("button", "sim-cancel", t("w_cancel"));
   private copyBtn = el("button", "sim-copy", t("w_copy"));
+  private linkBtn = el("button", "sim-copy-link", t("w_copy_link"));
+  private realNote = el("p", "sim-real-note");
+  private tr: Transport = socket;
+  private token = 0; // the latest run asked for
+  linked = false; // opened from a link: run when the page can
   private align = el("input");
   private cmdEl: HTMLElement;
   private runId = "";
@@ -84,7 +109,7 @@ export class Widget {
       toolbar.append(p);
     }
     const actions = el("div", "sim-actions");
-    this.runBtn.type = this.realBtn.type = this.cancelBtn.type = this.copyBtn.type = "button";
+    this.runBtn.type = this.realBtn.type = this.cancelBtn.type = this.copyBtn.type = this.linkBtn.type = "button";
     this.runBtn.title = t("w_run_title");
     this.realBtn.title = t("w_run_real_title");
     this.cancelBtn.hidden = true;
@@ -98,6 +123,8 @@ export class Widget {
       this.updateCommand();
     });
     this.copyBtn.addEventListener("click", () => this.copy());
+    this.linkBtn.addEventListener("click", () => this.copyLink());
+    this.linkBtn.title = t("w_copy_link_title");
     const alignLabel = el("label", "sim-align");
     this.align.type = "checkbox";
     this.align.addEventListener("change", () => {
@@ -105,8 +132,10 @@ export class Widget {
       this.schedule();
     });
     alignLabel.append(this.align, " " + t("w_align"));
-    actions.append(this.runBtn, this.realBtn, this.cancelBtn, reset, this.copyBtn, alignLabel);
+    actions.append(this.runBtn, this.realBtn, this.cancelBtn, reset, this.copyBtn, this.linkBtn, alignLabel);
     toolbar.append(actions);
+    this.realNote.hidden = true;
+    toolbar.append(this.realNote);
     const cmd = el("p", "sim-cmd");
     cmd.append(this.cmdEl);
     toolbar.append(cmd);
@@ -242,12 +271,78 @@ export class Widget {
 
   // idle reports whether no run was started yet or is under way.
   idle(): boolean {
-    return !this.runId && !this.fig.dataset.ready;
+    return this.token === 0 && !this.runId && !this.fig.dataset.ready;
   }
 
-  // noServer says that no server answered, unless a run is under way.
+  // noServer shows that no server answered: on a static host the model
+  // runs in the page, and Run real says what it needs.
   noServer(): void {
-    if (!this.runId) this.setStatus(t("w_noserver"), false, "noserver");
+    this.realBtn.hidden = true;
+    this.realNote.replaceChildren(t("w_real_needs_server") + " ", el("code", "", "make serve"));
+    this.realNote.hidden = false;
+    if (this.runId) return;
+    if (model.available() && model.state !== "failed") this.modelStatus();
+    else this.setStatus(t("w_noserver"), false, "noserver");
+  }
+
+  // modelStatus shows how far the model in the page has loaded, while no
+  // run says more.
+  modelStatus(): void {
+    if (this.runId || !["static", "loading", "noserver", ""].includes(this.status.dataset.state || "")) return;
+    switch (model.state) {
+      case "ready":
+        this.setStatus(t("w_model_ready"), false, "static");
+        break;
+      case "failed":
+        this.setStatus(t("w_noserver"), false, "noserver");
+        break;
+      case "loading": {
+        const pct = model.total ? Math.min(99, Math.floor((100 * model.loaded) / model.total)) : 0;
+        this.setStatus(t("w_model_loading", { pct }), false, "loading");
+        const bar = el("progress", "sim-progress");
+        bar.max = 100;
+        bar.value = pct;
+        this.status.append(" ", bar);
+        break;
+      }
+      default:
+        this.setStatus(t("w_static"), false, "static");
+    }
+  }
+
+  // restore sets the controls from a link's state; the page runs it.
+  restore(st: LinkState): void {
+    this.controls.reset();
+    this.controls.set(st.params);
+    this.controls.setSeed(st.seed);
+    this.updateCommand();
+    this.linked = true;
+  }
+
+  // transport is where a run goes: the server when one answers, else the
+  // model in the page (loaded now if it is not yet); null, with the reason
+  // shown, when neither can run it.
+  private async transport(mode: string): Promise<Transport | null> {
+    const h = await host();
+    if (h.server && (await socket.connect())) return socket;
+    if (mode === "real") {
+      this.setStatus(t("w_real_needs_server") + " make serve", true, "noserver");
+      return null;
+    }
+    if (!model.available()) {
+      this.setStatus(t("w_noserver"), true, "noserver");
+      return null;
+    }
+    const off = model.onProgress(() => this.modelStatus());
+    this.setStatus("", false, "loading");
+    this.modelStatus();
+    const ok = (await model.load()) && (await model.source(this.data.lab, "en", this.data.file, this.data.src));
+    off();
+    if (!ok) {
+      this.setStatus(t("w_model_failed") + " " + model.error, true, "noserver");
+      return null;
+    }
+    return model;
   }
 
   setParams(p: Record<string, unknown>): void {
@@ -258,13 +353,15 @@ export class Widget {
   // run starts a run of the block in mode ("model" or "real"). A run the
   // page starts on its own (auto) shows its results but does not set
   // data-ready, which marks the end of a run someone asked for.
-  async run(mode: string, auto = false): Promise<void> {
+  async run(mode: string, auto = false, fromLink = false): Promise<void> {
     if (!this.controls.valid()) {
       this.setStatus(t("w_failed"), true);
       return;
     }
     this.controls.clearMarks();
     if (this.runId) this.cancel(true);
+    const token = ++this.token;
+    this.linked = false;
     // Synchronously, so that whoever pressed Run sees the last run's marks
     // gone at once.
     this.finishedRun = false;
@@ -273,14 +370,13 @@ export class Widget {
     delete this.fig.dataset.events;
     delete this.fig.dataset.dropped;
     this.setStatus(t("w_connecting"));
-    const ok = await socket.connect();
-    if (!ok) {
-      this.setStatus(t("w_noserver"), true, "noserver");
-      return;
-    }
+    const tr = await this.transport(mode);
+    if (token !== this.token || !tr) return; // a later run took over, or none can run
+    this.tr = tr;
+    if (!auto && !fromLink) this.remember();
     this.mode = mode;
     this.real = mode === "real";
-    const id = socket.newID(this.block);
+    const id = tr.newID(this.block);
     const params = this.controls.params();
     this.defaults = Object.keys(params).length === 0 && this.controls.seedValue() === undefined;
     const msg: Record<string, unknown> & { id: string } = { id, lab: this.data.lab, block: this.block, mode, params };
@@ -297,7 +393,7 @@ export class Widget {
     this.fig.dataset.state = "running";
     this.cancelBtn.hidden = false;
     this.setStatus(this.real ? t("w_running_real") : t("w_running"));
-    if (!socket.run(msg, (m) => this.onMessage(m))) {
+    if (!tr.run(msg, (m) => this.onMessage(m))) {
       this.finish();
       this.setStatus(t("w_lost"), true);
       return;
@@ -308,8 +404,8 @@ export class Widget {
 
   private cancel(quiet = false): void {
     if (!this.runId) return;
-    socket.cancel(this.runId);
-    socket.forget(this.runId);
+    this.tr.cancel(this.runId);
+    this.tr.forget(this.runId);
     this.finish();
     if (!quiet) this.setStatus(t("w_cancelled"));
   }
@@ -382,6 +478,10 @@ export class Widget {
         }
         this.checks = m.checks || null;
         this.fig.dataset.events = String(this.events);
+        if (!firstResult) {
+          firstResult = true;
+          performance.mark("connlab:first-result");
+        }
         this.finishedRun = !this.auto;
         this.finish();
         const elapsed = num(m.elapsed_ms || 0);
@@ -517,6 +617,41 @@ export class Widget {
 
   private updateCommand(): void {
     this.cmdEl.textContent = this.command();
+  }
+
+  // linkState is the block's state as a link's query.
+  private linkQuery(): string {
+    return blockQuery(this.block, this.controls.params(), this.controls.seedValue() ?? 1);
+  }
+
+  // link is an address that opens this page with the block's state and
+  // runs it.
+  link(): string {
+    return new URL("?" + this.linkQuery() + "#sim-" + this.block, location.href).href;
+  }
+
+  // remember puts the state of a run someone asked for into the address,
+  // so the address bar is a link to it too.
+  private remember(): void {
+    try {
+      history.replaceState(history.state, "", withBlock(location.search, this.block, this.linkQuery()) + location.hash || location.pathname);
+    } catch {
+      /* a file:// page may refuse */
+    }
+  }
+
+  private async copyLink(): Promise<void> {
+    const text = this.link();
+    this.fig.dataset.link = text;
+    try {
+      await navigator.clipboard.writeText(text);
+      this.linkBtn.textContent = t("w_copied");
+    } catch {
+      this.cmdEl.textContent = text;
+      this.linkBtn.textContent = t("w_copy_failed");
+      setTimeout(() => this.updateCommand(), 4000);
+    }
+    setTimeout(() => (this.linkBtn.textContent = t("w_copy_link")), 1800);
   }
 
   private async copy(): Promise<void> {

@@ -1,0 +1,354 @@
+// Package wasm is the model as a lab page runs it when no sim server
+// answers (a static host): sim/cmd/simwasm builds it for GOOS=js
+// GOARCH=wasm, and the page's worker passes it the messages it would send
+// to /ws. It answers model runs with the messages of
+// sim/server/PROTOCOL.md (started, events, stats, truncated, done, error),
+// from the same lab and sim code as `sim serve` and `sim run`, so the same
+// run gives the same bytes; and a lab's exercises for a seed, as GET
+// /exercise/api answers them.
+//
+// It is plain Go, tested natively. It imports nothing the lab package does
+// not already bring, to keep the .wasm small.
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/lab"
+)
+
+// Limits of a model run, the model-mode limits of sim serve
+// (server.DefaultLimits; a test holds them equal), so a run the page can do
+// without a server is one the server would do, and the reverse.
+const (
+	ModelRequests = 200_000 // requests of one variant
+	ModelEvents   = 20_000  // events sent per variant; the rest only count
+	BatchEvents   = 512     // events per `events` message
+)
+
+// YieldEvery is how long a run computes before it lets the host deliver
+// messages (a cancel, another page event): the browser's event loop only
+// runs while every goroutine waits.
+const YieldEvery = 50 * time.Millisecond
+
+// A Session answers one page's messages. Post receives each reply (one
+// JSON object); Yield, if set, is called now and then during a run and
+// should block briefly so the host's event loop runs.
+type Session struct {
+	Post  func([]byte)
+	Yield func()
+
+	mu    sync.Mutex
+	labs  map[string]*lab.Lab // "name lang" → lab
+	runs  map[string]context.CancelCauseFunc
+	turn  chan struct{} // one run or exercise computation at a time
+	cache *lab.AnswerCache
+}
+
+// New returns a session that posts replies to post.
+func New(post func([]byte), yield func()) *Session {
+	return &Session{Post: post, Yield: yield, labs: map[string]*lab.Lab{}, runs: map[string]context.CancelCauseFunc{}, turn: make(chan struct{}, 1)}
+}
+
+// inMsg is any message the page sends: the run and cancel messages of
+// PROTOCOL.md, and source and exercises, which only the page's model takes.
+type inMsg struct {
+	Type     string                     `json:"type"`
+	ID       string                     `json:"id"`
+	Lab      string                     `json:"lab"`
+	Block    string                     `json:"block"`
+	Mode     string                     `json:"mode"`
+	Params   map[string]json.RawMessage `json:"params"`
+	Variants []string                   `json:"variants"`
+	Seed     *uint64                    `json:"seed"`
+	// source: a lab file's text; File names it as the repository does
+	// (labs/php-persistent-share.md), for messages and commands.
+	Lang string `json:"lang"`
+	File string `json:"file"`
+	Text string `json:"text"`
+}
+
+type outError struct {
+	Type    string `json:"type"` // "error"
+	ID      string `json:"id"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (s *Session) fail(id, field, msg string) {
+	b, _ := json.Marshal(outError{Type: "error", ID: id, Field: field, Message: msg})
+	s.Post(b)
+}
+
+func (s *Session) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.fail("", "", "internal error: "+err.Error())
+		return
+	}
+	s.Post(b)
+}
+
+// Handle acts on one message. A run or an exercises request computes
+// before Handle returns; call it on its own goroutine so a cancel can
+// arrive meanwhile.
+func (s *Session) Handle(data []byte) {
+	var m inMsg
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&m)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("want one JSON object per message")
+		}
+	}
+	if err != nil {
+		var idOnly struct {
+			ID any `json:"id"`
+		}
+		json.Unmarshal(data, &idOnly)
+		id, _ := idOnly.ID.(string)
+		s.fail(id, "", "malformed message: "+err.Error())
+		return
+	}
+	switch m.Type {
+	case "source":
+		s.source(&m)
+	case "run":
+		s.run(&m)
+	case "cancel":
+		s.mu.Lock()
+		cancel := s.runs[m.ID]
+		s.mu.Unlock()
+		if cancel == nil {
+			s.fail(m.ID, "id", fmt.Sprintf("no run with id %q in flight", m.ID))
+			return
+		}
+		cancel(errCancelled)
+	case "exercises":
+		s.exercises(&m)
+	default:
+		s.fail(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run", "cancel", "source" or "exercises"`, m.Type))
+	}
+}
+
+var errCancelled = errors.New("cancelled")
+
+func labKey(name, lang string) string {
+	if lang == "" {
+		lang = "en"
+	}
+	return name + " " + lang
+}
+
+// source parses a lab file's text and keeps it under its page name and
+// language. A parse error is reported as sim run would, with file and line.
+func (s *Session) source(m *inMsg) {
+	if m.Lab == "" || m.File == "" {
+		s.fail(m.ID, "lab", "a source needs the page's name (lab) and its file")
+		return
+	}
+	l, err := lab.Parse(m.File, []byte(m.Text))
+	if err != nil {
+		s.fail(m.ID, "source", err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.labs[labKey(m.Lab, m.Lang)] = l
+	s.mu.Unlock()
+	s.send(struct {
+		Type   string `json:"type"`
+		ID     string `json:"id"`
+		Lab    string `json:"lab"`
+		Lang   string `json:"lang"`
+		Blocks int    `json:"blocks"`
+	}{"source", m.ID, m.Lab, m.Lang, len(l.Blocks)})
+}
+
+func (s *Session) lookup(name, lang string) (*lab.Lab, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.labs[labKey(name, lang)]; l != nil {
+		return l, nil
+	}
+	if l := s.labs[labKey(name, "en")]; l != nil {
+		return l, nil
+	}
+	return nil, fmt.Errorf("no page %q loaded", name)
+}
+
+// take waits for the session's turn; false if ctx ends first.
+func (s *Session) take(ctx context.Context) bool {
+	select {
+	case s.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Session) release() { <-s.turn }
+
+// fieldError is a refusal that names the message field or scenario key at
+// fault, as the server's error messages do.
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+// prepare checks a run request the way sim serve does for a model run.
+func (s *Session) prepare(m *inMsg) (*runReq, error) {
+	switch {
+	case m.ID == "":
+		return nil, &fieldError{"id", "a run needs an id (any string up to 64 bytes)"}
+	case len(m.ID) > 64:
+		return nil, &fieldError{"id", fmt.Sprintf("id is %d bytes long; at most 64", len(m.ID))}
+	}
+	switch m.Mode {
+	case "", "model":
+	case "real":
+		return nil, &fieldError{"mode", "real runs measure real servers on your machine: they need the local server (make serve)"}
+	default:
+		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, m.Mode)}
+	}
+	if m.Lab == "" {
+		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}
+	}
+	page, err := s.lookup(m.Lab, "en")
+	if err != nil {
+		return nil, &fieldError{"lab", err.Error()}
+	}
+	if m.Block == "" {
+		return nil, &fieldError{"block", "a run needs a block id"}
+	}
+	b, err := page.Block(m.Block)
+	if err != nil {
+		return nil, &fieldError{"block", err.Error()}
+	}
+	sub, err := pick(b, m.Variants)
+	if err != nil {
+		return nil, err
+	}
+	set, err := settings(m.Params)
+	if err != nil {
+		return nil, err
+	}
+	scns, _, err := sub.Scenarios(set)
+	if err != nil {
+		return nil, &fieldError{scenarioField(sub, set), scenarioMessage(err)}
+	}
+	for i, sc := range scns {
+		if sc == nil {
+			continue // a variant whose error the lesson expects
+		}
+		if err := checkLimits(sc); err != nil {
+			if len(sub.Variants) > 1 {
+				err.msg = fmt.Sprintf("variant %q: %s", sub.Variants[i].Name, err.msg)
+			}
+			return nil, err
+		}
+	}
+	seed := uint64(1) // sim run's default, so the numbers match `sim run --json`
+	if m.Seed != nil {
+		seed = *m.Seed
+	}
+	return &runReq{id: m.ID, page: page, block: b, sub: sub, set: set, seed: seed,
+		checked: len(set) == 0 && len(sub.Variants) == len(b.Variants)}, nil
+}
+
+// pick returns b with only the named variants, in b's order.
+func pick(b *lab.Block, names []string) (*lab.Block, error) {
+	if len(names) == 0 {
+		return b, nil
+	}
+	cp := *b
+	cp.Variants = nil
+	for _, name := range names {
+		v := b.Variant(name)
+		if v == nil {
+			var all []string
+			for _, v := range b.Variants {
+				all = append(all, v.Name)
+			}
+			return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(all, ", "))}
+		}
+		if cp.Variant(name) != nil {
+			return nil, &fieldError{"variants", fmt.Sprintf("variant %q named twice", name)}
+		}
+		cp.Variants = append(cp.Variants, v)
+	}
+	order := map[*lab.Variant]int{}
+	for i, v := range b.Variants {
+		order[v] = i
+	}
+	sort.SliceStable(cp.Variants, func(i, j int) bool { return order[cp.Variants[i]] < order[cp.Variants[j]] })
+	return &cp, nil
+}
+
+// settings turns a run's params into scenario settings in key order; a bad
+// one names its key.
+func settings(params map[string]json.RawMessage) ([]lab.Setting, error) {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var set []lab.Setting
+	for _, k := range keys {
+		var v any
+		if err := json.Unmarshal(params[k], &v); err != nil {
+			return nil, &fieldError{k, fmt.Sprintf("%s: %v", k, err)}
+		}
+		sc := sim.Default()
+		if err := sc.Set(k, v); err != nil {
+			return nil, &fieldError{k, err.Error()}
+		}
+		set = append(set, lab.Setting{Key: k, Value: v})
+	}
+	return set, nil
+}
+
+// scenarioField finds the scenario key that Block.Scenarios refused.
+func scenarioField(b *lab.Block, set []lab.Setting) string {
+	for _, v := range b.Variants {
+		sc, err := b.Scenario(v, set)
+		if err == nil {
+			err = sc.Validate()
+		}
+		var pe *sim.ParamError
+		if errors.As(err, &pe) {
+			key, _, _ := strings.Cut(pe.Key, "[")
+			return key
+		}
+	}
+	return ""
+}
+
+// scenarioMessage drops a lab error's file position: the page names the
+// block already.
+func scenarioMessage(err error) string {
+	var le *lab.Error
+	if errors.As(err, &le) && le.Line > 0 {
+		return le.Msg
+	}
+	return err.Error()
+}
+
+func checkLimits(sc *sim.Scenario) *fieldError {
+	if sc.Requests > ModelRequests {
+		return &fieldError{"requests", fmt.Sprintf("requests: %d is more than a model run streams (at most %d)", sc.Requests, ModelRequests)}
+	}
+	if sc.Requests == 0 && sc.Load == "open" && sc.Rate*sc.Duration.Seconds() > float64(ModelRequests) {
+		return &fieldError{"duration", fmt.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", sc.Rate*sc.Duration.Seconds(), ModelRequests)}
+	}
+	return nil
+}

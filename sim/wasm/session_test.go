@@ -1,0 +1,361 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/connlab/connlab/sim/class"
+	"github.com/connlab/connlab/sim/cli"
+	"github.com/connlab/connlab/sim/server"
+)
+
+// session collects a Session's replies.
+type session struct {
+	*Session
+	out []json.RawMessage
+}
+
+func newSession() *session {
+	s := &session{}
+	s.Session = New(func(b []byte) { s.out = append(s.out, append(json.RawMessage(nil), b...)) }, nil)
+	return s
+}
+
+func (s *session) handle(t *testing.T, v any) []json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.out = nil
+	s.Handle(b)
+	return s.out
+}
+
+func msgType(m json.RawMessage) string {
+	var x struct{ Type string }
+	json.Unmarshal(m, &x)
+	return x.Type
+}
+
+// load gives the session a lab file of the repository, as the page does.
+func (s *session) load(t *testing.T, name, lang, file string) {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("..", "..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := s.handle(t, map[string]any{"type": "source", "id": "s", "lab": name, "lang": lang, "file": file, "text": string(text)})
+	if len(out) != 1 || msgType(out[0]) != "source" {
+		t.Fatalf("source %s: %s", file, out)
+	}
+}
+
+func simRun(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	var out, errb bytes.Buffer
+	args = append([]string{"run", "--json"}, args...)
+	if code := cli.Run(context.Background(), &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}, args); code > 1 {
+		t.Fatalf("sim %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// summaries reads what a run gave per variant: the done message's summary
+// and error, byte for byte, and its checks.
+type result struct {
+	summaries map[string]string
+	checks    string
+}
+
+func doneOf(t *testing.T, out []json.RawMessage) result {
+	t.Helper()
+	r := result{summaries: map[string]string{}}
+	for _, m := range out {
+		switch msgType(m) {
+		case "error":
+			t.Fatalf("error: %s", m)
+		case "done":
+			var d struct {
+				Variants []struct {
+					Name    string
+					Summary json.RawMessage
+					Error   string
+				}
+				Checks json.RawMessage
+			}
+			json.Unmarshal(m, &d)
+			for _, v := range d.Variants {
+				r.summaries[v.Name] = string(v.Summary) + " " + v.Error
+			}
+			r.checks = string(d.Checks)
+		}
+	}
+	if r.checks == "" {
+		t.Fatalf("no done message in %d replies", len(out))
+	}
+	return r
+}
+
+func fromCLI(t *testing.T, v map[string]any, block string) result {
+	t.Helper()
+	r := result{summaries: map[string]string{}}
+	for _, b := range v["blocks"].([]any) {
+		bm := b.(map[string]any)
+		if bm["id"] != block {
+			continue
+		}
+		for _, vr := range bm["variants"].([]any) {
+			vm := vr.(map[string]any)
+			s := "null"
+			if vm["summary"] != nil {
+				raw, _ := json.Marshal(vm["summary"])
+				s = string(raw)
+			}
+			e, _ := vm["error"].(string)
+			r.summaries[vm["name"].(string)] = s + " " + e
+		}
+		raw, _ := json.Marshal(bm["checks"])
+		r.checks = string(raw)
+	}
+	return r
+}
+
+// reencode puts a done message's summaries through the same decoding as
+// the CLI's indented output, so both compare in one spelling, every number
+// exactly.
+func reencode(r result) result {
+	out := result{summaries: map[string]string{}}
+	for k, v := range r.summaries {
+		js, e, _ := strings.Cut(v, " ")
+		var x any
+		json.Unmarshal([]byte(js), &x)
+		raw, _ := json.Marshal(x)
+		out.summaries[k] = string(raw) + " " + e
+	}
+	var x any
+	json.Unmarshal([]byte(r.checks), &x)
+	raw, _ := json.Marshal(x)
+	out.checks = string(raw)
+	return out
+}
+
+// Every block of every lab, as written (seed 1, checks included) and with a
+// changed key and seed: the page's model gives sim run --json's numbers.
+func TestRunsMatchSimRun(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "labs", "*.md"))
+	more, _ := filepath.Glob(filepath.Join("..", "..", "content", "*.md"))
+	blocks := 0
+	for _, f := range append(files, more...) {
+		if strings.HasSuffix(f, ".ko.md") {
+			continue
+		}
+		if src, _ := os.ReadFile(f); !bytes.Contains(src, []byte("```sim")) {
+			continue
+		}
+		rel, _ := filepath.Rel(filepath.Join("..", ".."), f)
+		name := strings.TrimSuffix(filepath.Base(f), ".md")
+		v := simRun(t, f)
+		if len(v["blocks"].([]any)) == 0 {
+			continue
+		}
+		s := newSession()
+		s.load(t, name, "en", filepath.ToSlash(rel))
+		for i, b := range v["blocks"].([]any) {
+			id := b.(map[string]any)["id"].(string)
+			blocks++
+			got := reencode(doneOf(t, s.handle(t, map[string]any{"type": "run", "id": "r", "lab": name, "block": id})))
+			want := fromCLI(t, v, id)
+			if got.checks != want.checks || len(got.summaries) != len(want.summaries) {
+				t.Errorf("%s %s: checks %s, sim run has %s", name, id, got.checks, want.checks)
+			}
+			for k, w := range want.summaries {
+				if got.summaries[k] != w {
+					t.Errorf("%s %s %s: the page's model gives\n%s\nsim run gives\n%s", name, id, k, got.summaries[k], w)
+				}
+			}
+			// Seed 3 and a changed key (on each lab's first block, to keep
+			// the test short): no expectations (they describe the block as
+			// written), the same numbers as sim run --set --seed.
+			if i > 0 {
+				continue
+			}
+			got = reencode(doneOf(t, s.handle(t, map[string]any{"type": "run", "id": "r", "lab": name, "block": id, "params": map[string]any{"rtt": "7ms"}, "seed": 3})))
+			want = fromCLI(t, simRun(t, "--block", id, "--set", "rtt=7ms", "--seed", "3", f), id)
+			if got.checks != "[]" || want.checks != "[]" {
+				t.Errorf("%s %s with rtt=7ms: checks %s / %s, want none", name, id, got.checks, want.checks)
+			}
+			for k, w := range want.summaries {
+				if got.summaries[k] != w {
+					t.Errorf("%s %s %s with rtt=7ms seed 3: the page's model gives\n%s\nsim run gives\n%s", name, id, k, got.summaries[k], w)
+				}
+			}
+		}
+	}
+	if blocks < 10 {
+		t.Fatalf("only %d blocks found", blocks)
+	}
+}
+
+// The model in the page refuses what sim serve refuses for a model run.
+func TestLimitsMatchServer(t *testing.T) {
+	l := server.DefaultLimits
+	if ModelRequests != l.ModelRequests || ModelEvents != l.ModelEvents || BatchEvents != l.BatchEvents {
+		t.Errorf("limits %d/%d/%d, sim serve's %d/%d/%d", ModelRequests, ModelEvents, BatchEvents, l.ModelRequests, l.ModelEvents, l.BatchEvents)
+	}
+	if MaxSeed != class.MaxSeed {
+		t.Errorf("MaxSeed %d, class.MaxSeed %d", MaxSeed, class.MaxSeed)
+	}
+}
+
+// Refusals name their field; a real run says it needs the local server;
+// a run streams at most ModelEvents events per variant, then truncated.
+func TestRefusalsAndStream(t *testing.T) {
+	s := newSession()
+	s.load(t, "php-persistent-share", "en", "labs/php-persistent-share.md")
+	for _, c := range []struct {
+		msg   map[string]any
+		field string
+		says  string
+	}{
+		{map[string]any{"type": "run", "id": "a", "lab": "php-persistent-share", "block": "across-requests", "mode": "real"}, "mode", "make serve"},
+		{map[string]any{"type": "run", "id": "a", "lab": "php-persistent-share", "block": "nope"}, "block", "no block"},
+		{map[string]any{"type": "run", "id": "a", "lab": "other", "block": "x"}, "lab", "other"},
+		{map[string]any{"type": "run", "id": "a", "lab": "php-persistent-share", "block": "across-requests", "params": map[string]any{"rtt": "fast"}}, "rtt", "rtt"},
+		{map[string]any{"type": "run", "id": "a", "lab": "php-persistent-share", "block": "across-requests", "params": map[string]any{"requests": 300000}}, "requests", "200000"},
+		{map[string]any{"type": "cancel", "id": "zz"}, "id", "zz"},
+		{map[string]any{"type": "nope", "id": "a"}, "type", "nope"},
+	} {
+		out := s.handle(t, c.msg)
+		var e outError
+		if len(out) != 1 || json.Unmarshal(out[0], &e) != nil || e.Type != "error" || e.Field != c.field || !strings.Contains(e.Message, c.says) {
+			t.Errorf("%v: got %s, want an error on %q saying %q", c.msg, out, c.field, c.says)
+		}
+	}
+	out := s.handle(t, map[string]any{"type": "run", "id": "big", "lab": "php-persistent-share", "block": "across-requests", "params": map[string]any{"requests": 20000}})
+	events, truncated := 0, 0
+	for _, m := range out {
+		switch msgType(m) {
+		case "events":
+			var b struct{ Events []json.RawMessage }
+			json.Unmarshal(m, &b)
+			if len(b.Events) > BatchEvents {
+				t.Errorf("a batch of %d events", len(b.Events))
+			}
+			events += len(b.Events)
+		case "truncated":
+			truncated++
+		}
+	}
+	if msgType(out[0]) != "started" || msgType(out[len(out)-1]) != "done" {
+		t.Errorf("replies from %s to %s, want started … done", msgType(out[0]), msgType(out[len(out)-1]))
+	}
+	var started outStarted
+	json.Unmarshal(out[0], &started)
+	if n := len(started.Variants); events != n*ModelEvents || truncated != n {
+		t.Errorf("%d events and %d truncated for %d variants, want %d per variant and one truncated each", events, truncated, n, ModelEvents)
+	}
+}
+
+// A cancel that arrives while a run computes (the page's Yield) stops it.
+func TestCancel(t *testing.T) {
+	var s *Session
+	var out []json.RawMessage
+	yields := 0
+	s = New(func(b []byte) { out = append(out, append(json.RawMessage(nil), b...)) }, func() {
+		if yields++; yields == 1 {
+			s.Handle([]byte(`{"type":"cancel","id":"c"}`))
+		}
+	})
+	s.load0(t)
+	s.Handle([]byte(`{"type":"run","id":"c","lab":"php-persistent-share","block":"across-requests","params":{"requests":200000}}`))
+	last := out[len(out)-1]
+	var e outError
+	json.Unmarshal(last, &e)
+	if yields == 0 || e.Type != "error" || e.Message != "cancelled" {
+		t.Errorf("after %d yields the last reply is %s; want the run cancelled at the first", yields, last)
+	}
+}
+
+func (s *Session) load0(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "labs", "php-persistent-share.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"type": "source", "lab": "php-persistent-share", "file": "labs/php-persistent-share.md", "text": string(text)})
+	s.Handle(b)
+}
+
+// A lab's exercises for a seed, in each language, are what GET
+// /exercise/api answers.
+func TestExercisesMatchAPI(t *testing.T) {
+	root := filepath.Join("..", "..")
+	wd, _ := os.Getwd()
+	if err := os.Chdir(root); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	cat, err := class.LoadCatalog([]string{"labs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cat.APIHandler(nil)
+	checked := 0
+	for _, l := range cat.Labs {
+		s := newSession()
+		for _, lang := range class.Langs {
+			file := "labs/" + l.Name + ".md"
+			if lang != "en" {
+				file = "labs/" + l.Name + "." + lang + ".md"
+			}
+			if _, err := os.Stat(file); err != nil {
+				continue
+			}
+			s.loadFile(t, l.Name, lang, file)
+			for _, seed := range []uint64{0, 7} {
+				out := s.handle(t, map[string]any{"type": "exercises", "id": "x", "lab": l.Name, "lang": lang, "seed": seed})
+				if len(out) != 1 || msgType(out[0]) != "exercises" {
+					t.Fatalf("%s %s seed %d: %s", l.Name, lang, seed, out)
+				}
+				var got map[string]any
+				json.Unmarshal(out[0], &got)
+				delete(got, "type")
+				delete(got, "id")
+				rec := newRecorder()
+				h.ServeHTTP(rec, mustRequest("/exercise/api?lab="+l.Name+"&lang="+lang+"&seed="+itoa(seed)))
+				var want map[string]any
+				json.Unmarshal(rec.body.Bytes(), &want)
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(want)
+				if !bytes.Equal(g, w) {
+					t.Errorf("%s %s seed %d: the page's model gives\n%s\n/exercise/api gives\n%s", l.Name, lang, seed, g, w)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("only %d labs × languages × seeds checked", checked)
+	}
+}
+
+func (s *session) loadFile(t *testing.T, name, lang, file string) {
+	t.Helper()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := s.handle(t, map[string]any{"type": "source", "id": "s", "lab": name, "lang": lang, "file": file, "text": string(text)})
+	if len(out) != 1 || msgType(out[0]) != "source" {
+		t.Fatalf("source %s: %s", file, out)
+	}
+}

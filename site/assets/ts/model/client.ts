@@ -1,0 +1,218 @@
+// The model in the page: on a static host (no sim server), a Web Worker
+// runs the WebAssembly build of the model (sim/cmd/simwasm, package
+// sim/wasm) and answers the run messages of sim/server/PROTOCOL.md as the
+// server would, from the same Go code. The page loads it only when no
+// server answers, after the page itself; both bundles (sim.js and
+// exercises.js) share one worker through window.connlabModel.
+//
+// Which host serves the page: api/server.json is a static file saying
+// {"server": false}; sim serve answers the same path itself. Asking it
+// fails on no host, so a static host's console stays free of errors (a
+// WebSocket to a missing /ws would log one).
+
+export interface Host { server: boolean; real: boolean; class: boolean }
+
+interface Config { worker: string; wasm: string; bytes: number; probe: string }
+
+type Handler = (m: Record<string, unknown>) => void;
+export type Progress = (loaded: number, total: number) => void;
+
+function config(): Config | null {
+  const el = document.getElementById("connlab-model");
+  if (!el) return null;
+  try {
+    return JSON.parse(el.textContent || "");
+  } catch {
+    return null;
+  }
+}
+
+let hostP: Promise<Host> | null = null;
+
+// host finds out once per page whether sim serve served it.
+export function host(): Promise<Host> {
+  if (hostP) return hostP;
+  const shared = (window as unknown as { connlabHost?: Promise<Host> });
+  if (shared.connlabHost) return (hostP = shared.connlabHost);
+  const none: Host = { server: false, real: false, class: false };
+  const c = config();
+  hostP = !c || !/^https?:$/.test(location.protocol)
+    ? Promise.resolve(none)
+    : fetch(c.probe, { cache: "no-store", headers: { Accept: "application/json" } })
+        .then((r) => (r.ok ? r.json() : none))
+        .then((j) => ({ server: !!j.server, real: !!j.real, class: !!j.class }))
+        .catch(() => none);
+  shared.connlabHost = hostP;
+  return hostP;
+}
+
+export class Model {
+  state: "idle" | "loading" | "ready" | "failed" = "idle";
+  error = "";
+  loaded = 0;
+  total = 0;
+  private worker: Worker | null = null;
+  private ready: Promise<boolean> | null = null;
+  private handlers = new Map<string, Handler>();
+  private progress = new Set<Progress>();
+  private sources = new Map<string, Promise<boolean>>();
+  private seq = 0;
+
+  // available reports whether this build of the site carries the model.
+  available(): boolean {
+    return !!config() && typeof Worker !== "undefined" && typeof WebAssembly !== "undefined";
+  }
+
+  onProgress(f: Progress): () => void {
+    this.progress.add(f);
+    return () => this.progress.delete(f);
+  }
+
+  // load starts the worker and the .wasm (once); true when the model runs.
+  load(): Promise<boolean> {
+    if (this.ready) return this.ready;
+    const c = config();
+    if (!c || !this.available()) {
+      this.state = "failed";
+      this.error = "no model in this build";
+      return (this.ready = Promise.resolve(false));
+    }
+    this.state = "loading";
+    this.total = c.bytes;
+    this.ready = new Promise((resolve) => {
+      let w: Worker;
+      try {
+        w = new Worker(c.worker);
+      } catch (e) {
+        this.state = "failed";
+        this.error = String(e);
+        resolve(false);
+        return;
+      }
+      this.worker = w;
+      w.onmessage = (e) => {
+        const d = e.data;
+        if (typeof d === "string") {
+          this.dispatch(d);
+          return;
+        }
+        switch (d && d.type) {
+          case "progress":
+            this.loaded = d.loaded;
+            this.total = d.total || this.total;
+            for (const f of this.progress) f(this.loaded, this.total);
+            break;
+          case "ready":
+            this.state = "ready";
+            performance.mark("connlab:model-ready");
+            resolve(true);
+            break;
+          case "failed":
+            this.state = "failed";
+            this.error = String(d.message || "");
+            resolve(false);
+            break;
+        }
+      };
+      w.onerror = (e) => {
+        this.state = "failed";
+        this.error = e.message || "the model's worker failed";
+        e.preventDefault();
+        resolve(false);
+      };
+      w.postMessage({ type: "init", wasm: new URL(c.wasm, location.href).href, bytes: c.bytes });
+    });
+    return this.ready;
+  }
+
+  private dispatch(data: string): void {
+    // Tests and benchmarks may keep the replies as they came (events aside).
+    const trace = (window as unknown as { connlabTrace?: string[] }).connlabTrace;
+    if (trace && !data.startsWith('{"type":"events"')) trace.push(data);
+    let m: Record<string, unknown>;
+    try {
+      m = JSON.parse(data);
+    } catch {
+      return;
+    }
+    const id = typeof m.id === "string" ? m.id : "";
+    const h = this.handlers.get(id);
+    if (h) h(m);
+  }
+
+  private post(m: Record<string, unknown>): void {
+    this.worker?.postMessage(JSON.stringify(m));
+  }
+
+  newID(prefix: string): string {
+    this.seq++;
+    return (prefix + "-" + this.seq).slice(-64);
+  }
+
+  // request sends one message and resolves with its reply (or error).
+  private request(m: Record<string, unknown> & { id: string }): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => {
+      this.handlers.set(m.id, (r) => {
+        this.handlers.delete(m.id);
+        resolve(r);
+      });
+      this.post(m);
+    });
+  }
+
+  // source gives the model a page's Markdown (url), once: the same file
+  // sim run and sim serve read, named as the repository names it.
+  source(lab: string, lang: string, file: string, url: string): Promise<boolean> {
+    const key = lab + " " + lang;
+    let p = this.sources.get(key);
+    if (!p) {
+      p = (async () => {
+        if (!(await this.load())) return false;
+        try {
+          const r = await fetch(url);
+          if (!r.ok) throw new Error(url + ": HTTP " + r.status);
+          const text = await r.text();
+          const reply = await this.request({ type: "source", id: this.newID("src"), lab, lang, file, text });
+          if (reply.type !== "source") throw new Error(String(reply.message || "the page's source did not load"));
+          return true;
+        } catch (e) {
+          this.error = String(e);
+          this.sources.delete(key);
+          return false;
+        }
+      })();
+      this.sources.set(key, p);
+    }
+    return p;
+  }
+
+  // run sends a run message (PROTOCOL.md) and routes its replies to h
+  // until forget(id).
+  run(msg: Record<string, unknown> & { id: string }, h: Handler): boolean {
+    if (this.state !== "ready") return false;
+    this.handlers.set(msg.id, h);
+    this.post({ type: "run", ...msg });
+    return true;
+  }
+
+  cancel(id: string): void {
+    if (this.state === "ready") this.post({ type: "cancel", id });
+  }
+
+  forget(id: string): void {
+    this.handlers.delete(id);
+  }
+
+  // exercises computes a lab's exercises for a seed (GET /exercise/api's
+  // answer).
+  async exercises(lab: string, lang: string, seed: number): Promise<Record<string, unknown> | null> {
+    const r = await this.request({ type: "exercises", id: this.newID("ex"), lab, lang, seed });
+    return r.type === "exercises" ? r : null;
+  }
+}
+
+// model is the page's one model, shared by its bundles.
+export const model: Model = (() => {
+  const w = window as unknown as { connlabModel?: Model };
+  return (w.connlabModel ||= new Model());
+})();

@@ -1,0 +1,586 @@
+package site
+
+// The built site on a static host: public/ served by Go's http.FileServer
+// (what any static host does: no /ws, no /api, no /exercise/api). The model
+// runs in the page (sim/cmd/simwasm in a Web Worker), and every lab page,
+// in both languages, is held to what `sim run` prints: a slider moved and
+// Run pressed gives sim run --json's summaries for the command the page
+// shows; the link the page copies restores the controls and runs the same
+// numbers; exercises with ?seed= get `sim exercise --seed`'s numbers and
+// check answers; Run real and class mode say they need the local server;
+// and nothing is logged as an error in the console.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/connlab/connlab/sim/cli"
+	"golang.org/x/net/html"
+)
+
+// staticServer serves dir as a plain static host does.
+func staticServer(t testing.TB, dir string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// console collects what a tab logs as an error: console.error, uncaught
+// exceptions, and the browser's own (a failed request, a refused socket).
+type console struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func watchConsole(t testing.TB, ctx context.Context) *console {
+	t.Helper()
+	c := &console{}
+	// Tests read the model's replies as they came (model/client.ts).
+	if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: `window.connlabTrace = []`}); err != nil {
+		t.Fatal(err)
+	}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
+				c.mu.Lock()
+				c.msgs = append(c.msgs, m.String()+" "+m.URL)
+				c.mu.Unlock()
+			}
+		}
+	}()
+	return c
+}
+
+func (c *console) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.msgs
+	c.msgs = nil
+	return m
+}
+
+// waitModel waits until the page's model is ready (or says why not).
+func waitModel(t *testing.T, ctx context.Context) {
+	t.Helper()
+	st, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const s = document.documentElement.dataset.simModel;
+return s === "ready" || s === "failed" ? s + " " + (window.connlabModel?.error || "") : false; })()`, chromedp.WithPollingTimeout(time.Minute)))
+	if err != nil {
+		t.Fatalf("the model did not load: %v", err)
+	}
+	if !strings.HasPrefix(st, "ready") {
+		t.Fatalf("the model did not start: %s", st)
+	}
+}
+
+// trace returns the model's replies the page received since the last call
+// (events aside), as raw JSON.
+func trace(t *testing.T, ctx context.Context) []json.RawMessage {
+	t.Helper()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify((window.connlabTrace || []).splice(0))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(raw), &list); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]json.RawMessage, len(list))
+	for i, s := range list {
+		out[i] = json.RawMessage(s)
+	}
+	return out
+}
+
+// doneSummaries reads the last done message of a trace: each variant's
+// summary as the page got it (bytes) and its error.
+func doneSummaries(t *testing.T, msgs []json.RawMessage) map[string]string {
+	t.Helper()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		var d struct {
+			Type     string
+			Message  string
+			Variants []struct {
+				Name    string
+				Summary json.RawMessage
+				Error   string
+			}
+		}
+		json.Unmarshal(msgs[i], &d)
+		if d.Type == "error" {
+			t.Fatalf("the model answered an error: %s", msgs[i])
+		}
+		if d.Type != "done" {
+			continue
+		}
+		out := map[string]string{}
+		for _, v := range d.Variants {
+			out[v.Name] = string(v.Summary) + " " + v.Error
+		}
+		return out
+	}
+	t.Fatalf("no done message among %d replies", len(msgs))
+	return nil
+}
+
+var cmdRE = regexp.MustCompile(`^go run \./sim/cmd/sim (run .*)$`)
+
+// commandSummaries runs the command a widget shows (its "Copy as sim run
+// command"), with --json, and returns each variant's summary as sim run
+// prints it (compacted: the same bytes json.Marshal gives) and its error.
+func commandSummaries(t *testing.T, s *builtSite, command string) map[string]string {
+	t.Helper()
+	m := cmdRE.FindStringSubmatch(command)
+	if m == nil {
+		t.Fatalf("the page's command %q is not a sim run command", command)
+	}
+	args := shellSplit(t, m[1])
+	file := args[len(args)-1]
+	args = append(append([]string{"run", "--json"}, args[1:len(args)-1]...), filepath.Join(s.root, file))
+	out, err := simCLIAny(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Blocks []struct {
+			Variants []struct {
+				Name    string
+				Summary json.RawMessage
+				Error   string
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &v); err != nil || len(v.Blocks) != 1 {
+		t.Fatalf("%s: %v (%d blocks)", command, err, len(v.Blocks))
+	}
+	res := map[string]string{}
+	for _, vr := range v.Blocks[0].Variants {
+		var b bytes.Buffer
+		if len(vr.Summary) > 0 {
+			json.Compact(&b, vr.Summary)
+		} else {
+			b.WriteString("null")
+		}
+		res[vr.Name] = b.String() + " " + vr.Error
+	}
+	return res
+}
+
+// simCLIAny is simCLI that also takes exit status 1 (an expectation not
+// met, which sim run reports after its output).
+func simCLIAny(args ...string) ([]byte, error) {
+	out, err := simCLI(args...)
+	if err != nil && strings.Contains(err.Error(), "exit 1:") {
+		return out, nil
+	}
+	return out, err
+}
+
+// shellSplit reads the page's command line: words, 'single-quoted' parts.
+func shellSplit(t *testing.T, s string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			cur.WriteByte(c)
+		case c == '\'':
+			quoted, in = true, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			in = true
+		case c == ' ':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unclosed quote in %q", s)
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func sameSummaries(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: variants %v, sim run has %v", what, slices.Sorted(mapKeys(got)), slices.Sorted(mapKeys(want)))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: variant %s: the page's model gave\n%s\nsim run prints\n%s", what, k, got[k], w)
+		}
+	}
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// staticBlock is the block a page's static test moves a slider on: the
+// smallest with a slider.
+func staticBlock(t *testing.T, ctx context.Context, s *builtSite, p sitePage) string {
+	t.Helper()
+	best, fewest := "", -1.0
+	for _, b := range s.outputs[p.name].Blocks {
+		has, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`!!document.querySelector("#sim-%s .sim-slider")`, b.ID)))
+		if err != nil || !has {
+			continue
+		}
+		n := 0.0
+		for _, v := range b.Variants {
+			if c, ok := v.Summary["calls"].(float64); ok {
+				n += c
+			}
+		}
+		if fewest < 0 || n < fewest {
+			best, fewest = b.ID, n
+		}
+	}
+	if best == "" {
+		t.Fatalf("%s: no block with a slider", p.url)
+	}
+	return best
+}
+
+// moveSlider moves a block's first slider one stop (up, or down at the
+// top) as a reader's drag does, and returns the key and its new value.
+func moveSlider(t *testing.T, ctx context.Context, id string) (string, string) {
+	t.Helper()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+  const sl = document.querySelector("#%s .sim-slider");
+  const v = +sl.value;
+  sl.value = String(v + 1 <= +sl.max ? v + 1 : v - 1);
+  sl.dispatchEvent(new Event("input", {bubbles: true}));
+  const f = sl.closest(".sim-field");
+  return JSON.stringify([f.querySelector("label code").textContent, f.querySelector(".sim-text").value]);
+})()`, id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kv [2]string
+	json.Unmarshal([]byte(raw), &kv)
+	return kv[0], kv[1]
+}
+
+func widgetText(t *testing.T, ctx context.Context, id, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector("#%s %s")?.textContent ?? ""`, id, sel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waitReady waits until a run someone asked for is on screen.
+func waitReady(t *testing.T, ctx context.Context, id string) *widgetState {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		w, err := readWidget(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Ready || w.State == "error" || w.State == "noserver" {
+			if !w.Ready {
+				t.Fatalf("%s: %s", id, w.Status)
+			}
+			return w
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no result within 2 minutes (status %q)", id, w.Status)
+		}
+	}
+}
+
+func TestStaticSite(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	con := watchConsole(t, ctx)
+	files := staticServer(t, s.public)
+	for _, p := range s.pages {
+		t.Run(p.lang+"/"+p.name, func(t *testing.T) {
+			con.take()
+			if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+p.url)); err != nil {
+				t.Fatal(err)
+			}
+			waitModel(t, ctx)
+			if st, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.dataset.simServer`)); st != "none" {
+				t.Errorf("data-sim-server = %q on a static host, want none", st)
+			}
+			block := staticBlock(t, ctx, s, p)
+			id := "sim-" + block
+			trace(t, ctx)
+			// Run real is no dead button here: it says what it needs.
+			note := widgetText(t, ctx, id, ".sim-real-note:not([hidden])")
+			if hidden, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector("#%s .sim-run-real").hidden`, id))); !hidden || !strings.Contains(note, "make serve") {
+				t.Errorf("Run real on a static host: button hidden %v, note %q; want the note naming make serve", hidden, note)
+			}
+
+			// A slider moved, Run: sim run's numbers for the page's command.
+			key, value := moveSlider(t, ctx, id)
+			w, err := runWidget(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.Ready {
+				t.Fatalf("block %s: %s", block, w.Status)
+			}
+			got := doneSummaries(t, trace(t, ctx))
+			command := widgetText(t, ctx, id, ".sim-cmd-text")
+			if !strings.Contains(command, "--set "+key+"="+value+" ") && !strings.Contains(command, "--set '"+key+"="+value+"' ") {
+				t.Errorf("after moving %s to %s the command is %q", key, value, command)
+			}
+			want := commandSummaries(t, s, command)
+			sameSummaries(t, p.url+" "+command, got, want)
+			for variant, metrics := range w.Summary {
+				for metric, shown := range metrics {
+					var sum map[string]any
+					js, _, _ := strings.Cut(want[variant], " ")
+					json.Unmarshal([]byte(js), &sum)
+					if v, ok := lookupMetric(sum, metric).(float64); !ok || v != shown {
+						t.Errorf("block %s: the summary shows %s.%s = %v, sim run has %v", block, variant, metric, shown, lookupMetric(sum, metric))
+					}
+				}
+			}
+
+			// The copied link restores the state and runs it (with an
+			// exercise seed, on pages with exercises).
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#"+id+" .sim-copy-link"))); err != nil {
+				t.Fatal(err)
+			}
+			link, err := chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(`document.getElementById(%q).dataset.link || false`, id), chromedp.WithPollingTimeout(5*time.Second)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+			if u, _ := url.Parse(addr); u == nil || !strings.Contains(u.RawQuery, block+"."+key+"=") {
+				t.Errorf("after the run the address is %s, want the block's state in it", addr)
+			}
+			// sim run takes the same link.
+			st, err := cli.ParseLink(link, "", s.root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", "--json", "--block", st.Block, "--seed", strconv.FormatUint(st.Seed, 10)}
+			for _, kv := range st.Set {
+				args = append(args, "--set", "'"+kv+"'")
+			}
+			byLink := "go run ./sim/cmd/sim run " + strings.Join(append(args[2:], st.File), " ")
+			sameSummaries(t, "sim run "+link, commandSummaries(t, s, byLink), want)
+			exercises := len(hFind(s.html(t, p.url), "section", "exercise")) > 0
+			if exercises {
+				u, _ := url.Parse(link)
+				q := u.Query()
+				q.Set("seed", "7")
+				u.RawQuery = q.Encode()
+				link = u.String()
+			}
+			// A new page (the address bar holds the same query already).
+			if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(link)); err != nil {
+				t.Fatal(err)
+			}
+			waitReady(t, ctx, id)
+			sameSummaries(t, "the copied link "+link, doneSummaries(t, trace(t, ctx)), want)
+			restored, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.getElementById(%q).value`, id+"-"+key)))
+			if restored != value || widgetText(t, ctx, id, ".sim-cmd-text") != command {
+				t.Errorf("the link restored %s = %q and the command %q; want %q and %q", key, restored, widgetText(t, ctx, id, ".sim-cmd-text"), value, command)
+			}
+			if exercises {
+				checkStaticExercises(t, ctx, s, p)
+			}
+			for _, m := range con.take() {
+				t.Errorf("console: %s", m)
+			}
+		})
+	}
+}
+
+// checkStaticExercises: with ?seed=7 the page shows `sim exercise --seed 7`'s
+// numbers, computed by the model in the page; a wrong prediction is told
+// so, the right one is taken; class mode says it needs the local server.
+func checkStaticExercises(t *testing.T, ctx context.Context, s *builtSite, p sitePage) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.exReady === "1"`, chromedp.WithPollingTimeout(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(window.connlabExercises.exercises.map(x => x.inst))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	json.Unmarshal([]byte(raw), &got)
+	key, err := simCLI("exercise", "--key", "--json", "--seed", "7", "--lang", p.lang, filepath.Join(s.root, strings.Replace(p.file, ".ko.md", ".md", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct{ Exercises []map[string]any }
+	json.Unmarshal(key, &want)
+	if len(got) != len(want.Exercises) || len(got) == 0 {
+		t.Fatalf("%d exercises on the page, sim exercise has %d", len(got), len(want.Exercises))
+	}
+	number := -1
+	for i, w := range want.Exercises {
+		if fmt.Sprint(got[i]["seed"]) != "7" || fmt.Sprint(got[i]["answer"]) != fmt.Sprint(w["answer"]) || fmt.Sprint(got[i]["question"]) != fmt.Sprint(w["question"]) {
+			t.Errorf("exercise %v with seed 7: the page has seed %v, %q, answer %v; sim exercise has %q, answer %v", w["id"], got[i]["seed"], got[i]["question"], got[i]["answer"], w["question"], w["answer"])
+		}
+		if number < 0 && w["kind"] == "number" {
+			number = i
+		}
+	}
+	if number >= 0 {
+		x := want.Exercises[number]
+		sel := fmt.Sprintf("#exercise-%s", x["id"])
+		answer := x["answer"].(float64)
+		for _, c := range []struct {
+			value float64
+			want  string
+		}{{answer*3 + 1000, "bad"}, {answer, "ok"}} {
+			res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => { const s = document.querySelector(%q);
+s.querySelector(".ex-value").value = %q; s.querySelector(".ex-check").click();
+return s.querySelector(".ex-feedback").className; })()`, sel, fmt.Sprint(c.value))))
+			if err != nil || !strings.Contains(res, c.want) {
+				t.Errorf("exercise %v: predicting %v gives feedback %q (%v), want %s", x["id"], c.value, res, err, c.want)
+			}
+		}
+	}
+	note := ""
+	chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`1`))
+	note, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".ex-class-static:not([hidden])")?.textContent ?? ""`))
+	if !strings.Contains(note, "sim serve --class") {
+		t.Errorf("class mode on a static host: note %q, want one naming sim serve --class", note)
+	}
+}
+
+// Every file a page refers to is in public/ and a plain static server
+// serves it with a type browsers take: the .wasm as application/wasm, the
+// host probe saying "no server". The .wasm's compressed size is logged
+// (make bench reports it).
+func TestStaticPublish(t *testing.T) {
+	s := site(t)
+	files := staticServer(t, s.public)
+	seen := map[string]bool{}
+	var wasm string
+	for _, p := range s.pages {
+		doc := s.html(t, p.url)
+		var refs []string
+		for _, n := range hFind(doc, "", "") {
+			for _, a := range []string{"src", "href"} {
+				if v := hAttr(n, a); strings.HasPrefix(v, "/") {
+					refs = append(refs, v)
+				}
+			}
+		}
+		cfg := hFind(doc, "script", "")
+		for _, n := range cfg {
+			if hAttr(n, "id") == "connlab-model" {
+				var c map[string]any
+				if err := json.Unmarshal([]byte(hText(n)), &c); err != nil {
+					t.Fatalf("%s: connlab-model: %v", p.url, err)
+				}
+				for _, k := range []string{"worker", "wasm", "probe"} {
+					v, _ := c[k].(string)
+					if v == "" {
+						t.Fatalf("%s: no %s in the model's config %v", p.url, k, c)
+					}
+					refs = append(refs, v)
+				}
+				wasm = c["wasm"].(string)
+			}
+			if hHasClass(n, "sim-data") || hHasClass(n, "ex-data") {
+				var d struct{ Src string }
+				json.Unmarshal([]byte(hText(n)), &d)
+				if d.Src == "" {
+					t.Errorf("%s: a widget without its source's URL", p.url)
+				}
+				refs = append(refs, d.Src)
+			}
+		}
+		for _, r := range refs {
+			u, _ := url.Parse(r)
+			if seen[u.Path] {
+				continue
+			}
+			seen[u.Path] = true
+			resp, err := http.Get(files.URL + u.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("%s refers to %s: %s", p.url, u.Path, resp.Status)
+			}
+			ct := resp.Header.Get("Content-Type")
+			switch {
+			case strings.HasSuffix(u.Path, ".wasm") && ct != "application/wasm":
+				t.Errorf("%s served as %q", u.Path, ct)
+			case strings.HasSuffix(u.Path, ".js") && !strings.Contains(ct, "javascript"):
+				t.Errorf("%s served as %q", u.Path, ct)
+			case strings.HasSuffix(u.Path, "server.json") && !bytes.Contains(body, []byte(`"server":false`)):
+				t.Errorf("%s says %s on a static host", u.Path, body)
+			}
+		}
+	}
+	if wasm == "" {
+		t.Fatal("no page carries the model")
+	}
+	b, err := os.ReadFile(filepath.Join(s.public, filepath.FromSlash(wasm)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d bytes, %d gzipped", wasm, len(b), gzipSize(b))
+	if !regexp.MustCompile(`\.[0-9a-f]{64}\.wasm$`).MatchString(wasm) {
+		t.Errorf("the .wasm %s is not fingerprinted", wasm)
+	}
+}
+
+func gzipSize(b []byte) int {
+	var z bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	w.Write(b)
+	w.Close()
+	return z.Len()
+}
+
+var _ = html.ElementNode
