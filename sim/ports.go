@@ -27,12 +27,18 @@ func (s side) String() string {
 
 // ports is the client's ephemeral port space towards the one destination of
 // a scenario: a port is free, held by an open socket, or held by a socket in
-// TIME_WAIT. Linux's connect() (__inet_hash_connect) walks the range from
-// where it last stopped, even ports first, then odd ones: so free even ports
-// go first, oldest-freed first; once a lap over the even ports has used
-// them all, the walk comes back to the oldest sockets, and with
-// tcp_tw_reuse takes a TIME_WAIT port more than one second old before it
-// turns to an odd port; then odd ports; then EADDRNOTAVAIL.
+// TIME_WAIT. Linux's connect() (__inet_hash_connect) tries the even ports,
+// then the odd ones, and takes the first that is free or, with tcp_tw_reuse,
+// held by a TIME_WAIT socket more than a second old; EADDRNOTAVAIL when none
+// is. Where it starts is chance: a hash that changes every 10 s
+// (secure_ipv4_port_ephemeral) plus a counter that moves on by 1 to 8 ports
+// of a parity after each connect (more when it skipped busy ones), so with
+// tcp_tw_reuse it takes over a TIME_WAIT port wherever it lands on one, free
+// ports or not. The model takes free even ports first, oldest-freed first,
+// a TIME_WAIT port more than a second old only when none is left, then odd
+// ports. Its EADDRNOTAVAIL and connects are the kernel's; in a run shorter
+// than TIME_WAIT its TIME_WAIT count is the most the kernel can hold, and
+// time_wait_reused the fewest ports it takes over.
 type ports struct {
 	free [2]ring[int32] // free even and odd ports
 }
@@ -66,10 +72,9 @@ func (m *model) allocPort() (int, bool) {
 	tw := &m.tw[sideClient]
 	if m.twReuse && tw.len() > 0 && m.now-tw.peek().at >= TWReuseDelay {
 		e := tw.pop()
-		if m.socketEvents() {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: "client", Reason: "reused"}
-			m.emit(&m.ev)
-		}
+		// Always emitted: the summary counts it (time_wait_reused).
+		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: "client", Reason: "reused"}
+		m.emit(&m.ev)
 		return int(e.port), true
 	}
 	if m.free[1].len() > 0 {

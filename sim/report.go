@@ -138,6 +138,7 @@ type Summary struct {
 	PortErrors         int      `json:"port_errors"`
 	Races              int      `json:"races"`
 	TimeWaitPeak       int      `json:"time_wait_peak"`
+	TimeWaitReused     int      `json:"time_wait_reused"` // client TIME_WAIT sockets connect() took over (tcp_tw_reuse)
 	ServerTimeWaitPeak int      `json:"server_time_wait_peak"`
 	OpenPeak           int      `json:"open_peak"`
 	ThroughputRPS      float64  `json:"throughput_rps"`
@@ -180,8 +181,8 @@ type Collector struct {
 	started                                             bool
 }
 
-// Add records one event; kinds other than calls, requests and port errors
-// are ignored.
+// Add records one event; kinds other than calls, requests, port errors,
+// opens and the client's TIME_WAIT sockets taken over are ignored.
 func (c *Collector) Add(e *Event) {
 	switch e.Kind {
 	case KindCall:
@@ -235,6 +236,10 @@ func (c *Collector) Add(e *Event) {
 		if c.s.FirstPortErrorS == nil {
 			t := roundS(e.At)
 			c.s.FirstPortErrorS = &t
+		}
+	case KindTimeWaitEnd:
+		if e.Reason == "reused" && e.By == "client" {
+			c.s.TimeWaitReused++
 		}
 	case KindOpen:
 		if c.s.FirstPortErrorS != nil && c.s.RecoveredS == nil {

@@ -87,7 +87,10 @@ const ScalingRules = `How a block is scaled to run for real (the model runs the 
      depends on timing, and connects/TIME_WAIT are compared within ±max(2, 10%).
      With nginx the kernel, not a rule, spreads connections over its workers:
      connects per worker is shown, not compared; its log's times are whole
-     milliseconds, allowed on top of the tolerance.
+     milliseconds, allowed on top of the tolerance. With tcp_tw_reuse, which
+     TIME_WAIT ports connect() takes over is the kernel's random choice: where
+     it took over a different number than the model, the client's TIME_WAIT
+     peak is compared with the ports taken over (time_wait_reused) added back.
 Setups by lab: php-persistent-share, port-exhaustion, idle-timeouts: worker
 processes (real OS processes) with curl-like clients calling an HTTPS/HTTP
 upstream; connection-pool: worker processes with go-redis against miniredis

@@ -25,18 +25,18 @@ var closingStates = map[uint64]bool{0x04: true, 0x05: true, 0x08: true, 0x09: tr
 type sockKey struct{ local, remote int }
 
 // sockCount is one reading of the sockets between the clients and one
-// server port.
+// server port. A TIME_WAIT socket's value is the time it has left.
 type sockCount struct {
-	clientTW map[sockKey]bool // TIME_WAIT on the client side (remote port = server)
-	serverTW map[sockKey]bool // TIME_WAIT on the server side (local port = server)
-	open     int              // established, client side
-	closing  int              // either side half way through a close
+	clientTW map[sockKey]time.Duration // TIME_WAIT on the client side (remote port = server)
+	serverTW map[sockKey]time.Duration // TIME_WAIT on the server side (local port = server)
+	open     int                       // established, client side
+	closing  int                       // either side half way through a close
 }
 
 // readSockets reads /proc/net/tcp and tcp6 of this process's network
 // namespace and keeps the sockets to or from the server port.
 func readSockets(serverPort int) (sockCount, error) {
-	c := sockCount{clientTW: map[sockKey]bool{}, serverTW: map[sockKey]bool{}}
+	c := sockCount{clientTW: map[sockKey]time.Duration{}, serverTW: map[sockKey]time.Duration{}}
 	for _, f := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -48,9 +48,11 @@ func readSockets(serverPort int) (sockCount, error) {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Scan() // header
 		for sc.Scan() {
-			// "  0: 0100007F:9C40 0100007F:1F90 06 ..."
+			// "  0: 0100007F:9C40 0100007F:1F90 06 00000000:00000000 03:00001751 ..."
+			// For a TIME_WAIT socket the timer field (type 3) holds the
+			// time it has left, in USER_HZ (100 Hz) ticks.
 			f := bytes.Fields(sc.Bytes())
-			if len(f) < 4 {
+			if len(f) < 6 {
 				continue
 			}
 			lp, rp := hexPort(f[1]), hexPort(f[2])
@@ -58,9 +60,9 @@ func readSockets(serverPort int) (sockCount, error) {
 			k := sockKey{lp, rp}
 			switch {
 			case rp == serverPort && st == tcpTimeWait:
-				c.clientTW[k] = true
+				c.clientTW[k] = timeLeft(f[5])
 			case lp == serverPort && st == tcpTimeWait:
-				c.serverTW[k] = true
+				c.serverTW[k] = timeLeft(f[5])
 			case rp == serverPort && st == tcpEstablished:
 				c.open++
 			}
@@ -70,6 +72,17 @@ func readSockets(serverPort int) (sockCount, error) {
 		}
 	}
 	return c, nil
+}
+
+// timeLeft reads a timer field of /proc/net/tcp, "03:00001751": the
+// ticks left, at 100 a second.
+func timeLeft(timer []byte) time.Duration {
+	i := bytes.IndexByte(timer, ':')
+	n, err := strconv.ParseUint(string(timer[i+1:]), 16, 32)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n) * 10 * time.Millisecond
 }
 
 func hexPort(addr []byte) int {
@@ -87,7 +100,11 @@ func hexPort(addr []byte) int {
 // sampler watches the sockets to the server port while a run lasts: the
 // peaks of TIME_WAIT (each side) and of open connections, and a time_wait
 // event for every socket that enters TIME_WAIT (time_wait_end when one
-// leaves it), to within the sampling interval.
+// leaves it), to within the sampling interval. A client socket that
+// connect() took over (tcp_tw_reuse) ends with the reason "reused": it left
+// well before its time, or a new one on the same ports, closed since, has
+// a later one. The kernel takes over only sockets older than
+// tcp_tw_reuse_delay (1 s), so every one of them was seen first.
 type sampler struct {
 	port  int
 	every time.Duration
@@ -97,14 +114,32 @@ type sampler struct {
 	mu                      sync.Mutex
 	twPeak, stwPeak, openPk int
 	last                    sockCount
+	due                     map[sockKey]span // client TIME_WAIT sockets: when each expires
+	gone                    map[sockKey]span // missing well before their time: taken over, unless the next reading shows them
 	err                     error
 	stop                    chan struct{}
 	done                    chan struct{}
 }
 
+// takeoverGap is how far from its time a TIME_WAIT socket's end (or its
+// successor's) must be to count as taken over: the kernel's timers never
+// fire early, and a takeover comes at least tcp_tw_reuse_delay (1 s) after
+// the socket entered TIME_WAIT.
+const takeoverGap = 250 * time.Millisecond
+
+// A span is when a TIME_WAIT socket expires, as one reading can tell: a
+// line of /proc/net/tcp was written between the start and the end of the
+// reading (which can take long on a busy machine), and its time left is
+// cut to 10 ms ticks.
+type span struct{ lo, hi time.Time }
+
+func dueSpan(start, end time.Time, left time.Duration) span {
+	return span{start.Add(left), end.Add(left + 20*time.Millisecond)}
+}
+
 func startSampler(port int, every time.Duration, since func(time.Time) time.Duration, emit func(*sim.Event)) *sampler {
 	s := &sampler{port: port, every: every, emit: emit, since: since, stop: make(chan struct{}), done: make(chan struct{}),
-		last: sockCount{clientTW: map[sockKey]bool{}, serverTW: map[sockKey]bool{}}}
+		last: sockCount{serverTW: map[sockKey]time.Duration{}}, due: map[sockKey]span{}, gone: map[sockKey]span{}}
 	go func() {
 		defer close(s.done)
 		if early := -since(time.Now()); early > 0 {
@@ -128,6 +163,7 @@ func startSampler(port int, every time.Duration, since func(time.Time) time.Dura
 }
 
 func (s *sampler) sample() {
+	start := time.Now()
 	c, err := readSockets(s.port)
 	now := time.Now()
 	s.mu.Lock()
@@ -137,28 +173,53 @@ func (s *sampler) sample() {
 		return
 	}
 	at := s.since(now)
-	diff := func(cur, prev map[sockKey]bool, by string, server bool) {
-		for k := range cur {
-			if !prev[k] {
-				e := &sim.Event{Kind: sim.KindTimeWait, At: at, By: by}
-				if !server {
-					e.LocalPort = k.local
-				}
-				s.emit(e)
-			}
+	emit := func(k sim.Kind, by string, port int, reason string) {
+		s.emit(&sim.Event{Kind: k, At: at, By: by, LocalPort: port, Reason: reason})
+	}
+	// Client side, by the time each socket has left.
+	later := func(a, b span) bool { return a.lo.Sub(b.hi) > takeoverGap } // a expires well after b
+	for k, was := range s.gone {
+		delete(s.gone, k)
+		if left, ok := c.clientTW[k]; ok && !later(dueSpan(start, now, left), was) {
+			s.due[k] = was // the last reading missed it: /proc/net/tcp is no snapshot
+			continue
 		}
-		for k := range prev {
-			if !cur[k] {
-				e := &sim.Event{Kind: sim.KindTimeWaitEnd, At: at, By: by}
-				if !server {
-					e.LocalPort = k.local
-				}
-				s.emit(e)
-			}
+		emit(sim.KindTimeWaitEnd, "client", k.local, "reused")
+	}
+	for k, left := range c.clientTW {
+		due := dueSpan(start, now, left)
+		was, seen := s.due[k]
+		switch {
+		case !seen:
+			emit(sim.KindTimeWait, "client", k.local, "")
+		case later(due, was):
+			emit(sim.KindTimeWaitEnd, "client", k.local, "reused")
+			emit(sim.KindTimeWait, "client", k.local, "")
+		}
+		s.due[k] = due
+	}
+	for k, was := range s.due {
+		if _, ok := c.clientTW[k]; ok {
+			continue
+		}
+		delete(s.due, k)
+		if was.lo.Sub(now) > takeoverGap {
+			s.gone[k] = was
+		} else {
+			emit(sim.KindTimeWaitEnd, "client", k.local, "")
 		}
 	}
-	diff(c.clientTW, s.last.clientTW, "client", false)
-	diff(c.serverTW, s.last.serverTW, "server", true)
+	// Server side.
+	for k := range c.serverTW {
+		if _, ok := s.last.serverTW[k]; !ok {
+			emit(sim.KindTimeWait, "server", 0, "")
+		}
+	}
+	for k := range s.last.serverTW {
+		if _, ok := c.serverTW[k]; !ok {
+			emit(sim.KindTimeWaitEnd, "server", 0, "")
+		}
+	}
 	s.last = c
 	s.twPeak = max(s.twPeak, len(c.clientTW))
 	s.stwPeak = max(s.stwPeak, len(c.serverTW))
@@ -178,6 +239,14 @@ func (s *sampler) finish(grace, settle time.Duration) (tw, stw, open int, err er
 		}
 	}
 	s.sample()
+	s.mu.Lock()
+	missing := len(s.gone) > 0
+	s.mu.Unlock()
+	if missing {
+		// Taken over, or missed by the last reading: one more tells.
+		time.Sleep(s.every)
+		s.sample()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.twPeak, s.stwPeak, s.openPk, s.err
