@@ -68,7 +68,17 @@ type (
 
 var ops = []string{"contains", "==", "!=", "<=", ">=", "~=", "≈", "<", ">"}
 
+// Limits on one expression, so that a typo cannot make the reader recurse
+// or allocate without bound; the labs' longest expectation is far shorter.
+const (
+	MaxExpectBytes = 1000 // bytes of one expectation or metric expression
+	maxExprDepth   = 32   // nested parentheses and lists
+)
+
 func parseExpect(s string) (*Expect, error) {
+	if len(s) > MaxExpectBytes {
+		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
+	}
 	x := &Expect{Text: s}
 	body := s
 	if i := strings.LastIndexAny(body, "±"); i >= 0 || strings.Contains(body, "+-") {
@@ -137,11 +147,15 @@ func indexOp(s, op string) int {
 }
 
 type exprParser struct {
-	s   string
-	pos int
+	s     string
+	pos   int
+	depth int
 }
 
 func parseSide(s string) (node, error) {
+	if len(s) > MaxExpectBytes {
+		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
+	}
 	p := &exprParser{s: s}
 	n, err := p.sum()
 	if err != nil {
@@ -206,6 +220,12 @@ func (p *exprParser) factor() (node, error) {
 		return nil, errors.New("missing value")
 	}
 	c := p.s[p.pos]
+	if c == '(' || c == '[' {
+		if p.depth++; p.depth > maxExprDepth {
+			return nil, fmt.Errorf("nested more than %d deep", maxExprDepth)
+		}
+		defer func() { p.depth-- }()
+	}
 	switch {
 	case c == '(':
 		p.pos++
@@ -234,8 +254,14 @@ func (p *exprParser) factor() (node, error) {
 			}
 			l = append(l, n)
 			p.space()
-			if p.pos < len(p.s) && p.s[p.pos] == ',' {
+			switch {
+			case p.pos < len(p.s) && p.s[p.pos] == ',':
 				p.pos++
+			case p.pos < len(p.s) && p.s[p.pos] == ']':
+			case p.pos >= len(p.s):
+				return nil, errors.New("missing ]")
+			default:
+				return nil, fmt.Errorf("unexpected %q in a list: want , or ]", p.s[p.pos:])
 			}
 		}
 	case c == '"':
@@ -271,6 +297,9 @@ func (p *exprParser) factor() (node, error) {
 				break
 			}
 			p.pos++
+		}
+		if p.pos == start {
+			return nil, fmt.Errorf("unexpected %q: a name is ASCII letters, digits, _, - and .", p.s[p.pos:])
 		}
 		ref := refNode{raw: p.s[start:p.pos], index: -1}
 		ref.path = strings.Split(ref.raw, ".")
