@@ -144,9 +144,13 @@ func ReadExercises(path string) (*Lab, []*Exercise, error) {
 func (l *Lab) Exercises() ([]*Exercise, error) {
 	var out []*Exercise
 	seen := map[string]int{}
+	lab := newNames(l.Blocks)
 	for _, f := range l.Fences {
 		if f.Lang != "exercise" {
 			continue
+		}
+		if len(out) == maxExercisesALab {
+			return nil, &Error{File: l.File, Line: max(f.Line-1, 1), Msg: fmt.Sprintf("more than %d exercises in one lab", maxExercisesALab)}
 		}
 		fenceLine := max(f.Line-1, 1)
 		id := f.Attrs["id"]
@@ -160,19 +164,16 @@ func (l *Lab) Exercises() ([]*Exercise, error) {
 			return nil, &Error{File: l.File, Line: fenceLine, Msg: fmt.Sprintf("exercise %q: id used twice (first at line %d)", id, prev)}
 		}
 		seen[id] = fenceLine
-		x, err := l.parseExercise(id, f.Line, fenceLine, []byte(f.Body))
+		x, err := l.parseExercise(id, f.Line, fenceLine, []byte(f.Body), lab)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, x)
 	}
-	if len(out) > maxExercisesALab {
-		return nil, &Error{File: l.File, Line: out[maxExercisesALab].FenceLine, Msg: fmt.Sprintf("more than %d exercises in one lab", maxExercisesALab)}
-	}
 	return out, nil
 }
 
-func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte) (*Exercise, error) {
+func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte, lab *names) (*Exercise, error) {
 	x := &Exercise{ID: id, File: l.File, Line: line, FenceLine: fenceLine, Source: string(src)}
 	fail := func(key string, format string, args ...any) error {
 		ln := fenceLine
@@ -439,10 +440,6 @@ func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte) (*Exerci
 		if x.Kind == "explain" {
 			return nil, fail("expect", "expect: an explain exercise has no answer to check")
 		}
-		byID := map[string]*Block{}
-		for _, b := range l.Blocks {
-			byID[b.ID] = b
-		}
 		home := x.block
 		if home == nil {
 			home = &Block{ID: "", File: l.File}
@@ -461,7 +458,7 @@ func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte) (*Exerci
 				return nil, fail(key, "expect %q: %v", s, err)
 			}
 			ex.lhs, ex.rhs = markAnswer(ex.lhs), markAnswer(ex.rhs)
-			if err := ex.bind(home, byID); err != nil {
+			if err := ex.bind(home, lab); err != nil {
 				return nil, fail(key, "expect %q: %v", s, err)
 			}
 			ex.Line = line + x.lines[key] - 1
@@ -1184,10 +1181,9 @@ func (x *Exercise) Answer(ctx context.Context, over []Setting) (float64, error) 
 // instance and the lab's results (block id → result, as Lab.Run gives).
 func (x *Exercise) CheckExpects(in *Instance, results map[string]*BlockResult) []Check {
 	m := Metrics{}
-	for id, r := range results {
-		m[id] = map[string]map[string]any{}
-		for _, v := range r.Variants {
-			m[id][v.Name] = MetricsOf(v)
+	for _, id := range x.ExpectBlocks() {
+		if r := results[id]; r != nil {
+			m[id] = blockMetrics(r)
 		}
 	}
 	var ans node

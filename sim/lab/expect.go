@@ -320,11 +320,41 @@ func (p *exprParser) factor() (node, error) {
 	}
 }
 
+// names finds blocks by id and variants by name while expectations are
+// bound, so that binding takes time in proportion to the references.
+type names struct {
+	blocks   map[string]*Block
+	variants map[*Block]map[string]*Variant
+}
+
+func newNames(blocks []*Block) *names {
+	n := &names{blocks: make(map[string]*Block, len(blocks)), variants: map[*Block]map[string]*Variant{}}
+	for _, b := range blocks {
+		n.blocks[b.ID] = b
+	}
+	return n
+}
+
+// variant is b.Variant(name), indexed on first use.
+func (n *names) variant(b *Block, name string) *Variant {
+	idx, ok := n.variants[b]
+	if !ok {
+		idx = make(map[string]*Variant, len(b.Variants))
+		for _, v := range b.Variants {
+			if _, dup := idx[v.Name]; !dup {
+				idx[v.Name] = v
+			}
+		}
+		n.variants[b] = idx
+	}
+	return idx[name]
+}
+
 // bind resolves the names in references. A reference's first name is, in
 // order: a variant of the block itself; the id of another block of the lab
 // (followed by one of its variants, or meaning its only variant); or, in a
 // block with one variant, already the metric.
-func (x *Expect) bind(b *Block, lab map[string]*Block) error {
+func (x *Expect) bind(b *Block, lab *names) error {
 	var err error
 	if x.lhs, err = bindNode(x.lhs, b, lab); err != nil {
 		return err
@@ -333,16 +363,16 @@ func (x *Expect) bind(b *Block, lab map[string]*Block) error {
 	return err
 }
 
-func bindNode(n node, b *Block, lab map[string]*Block) (node, error) {
+func bindNode(n node, b *Block, lab *names) (node, error) {
 	switch v := n.(type) {
 	case refNode:
-		other := lab[v.path[0]]
+		other := lab.blocks[v.path[0]]
 		switch {
-		case b.Variant(v.path[0]) != nil:
+		case lab.variant(b, v.path[0]) != nil:
 			v.block, v.variant, v.path = b.ID, v.path[0], v.path[1:]
 		case other != nil:
 			v.block, v.path = other.ID, v.path[1:]
-			if len(v.path) > 0 && other.Variant(v.path[0]) != nil {
+			if len(v.path) > 0 && lab.variant(other, v.path[0]) != nil {
 				v.variant, v.path = v.path[0], v.path[1:]
 			} else if len(other.Variants) == 1 {
 				v.variant = other.Variants[0].Name
@@ -352,11 +382,7 @@ func bindNode(n node, b *Block, lab map[string]*Block) (node, error) {
 		case len(b.Variants) == 1:
 			v.block, v.variant = b.ID, b.Variants[0].Name
 		default:
-			names := make([]string, len(b.Variants))
-			for i, vr := range b.Variants {
-				names[i] = vr.Name
-			}
-			return nil, fmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], strings.Join(names, ", "))
+			return nil, fmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], variantNames(b))
 		}
 		if len(v.path) == 0 {
 			return nil, fmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)

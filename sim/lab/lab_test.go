@@ -236,7 +236,7 @@ func TestExpectOperators(t *testing.T) {
 			continue
 		}
 		blk := &Block{ID: "b", Variants: []*Variant{{Name: "v"}}}
-		if err := x.bind(blk, map[string]*Block{"b": blk}); err != nil {
+		if err := x.bind(blk, newNames([]*Block{blk})); err != nil {
 			t.Errorf("%s: bind: %v", expr, err)
 			continue
 		}
