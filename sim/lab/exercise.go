@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -124,7 +123,7 @@ var placeholderRE = regexp.MustCompile(`\{\{|\}\}|\{([a-z][a-z0-9_]*)\}`)
 
 // ReadExercises reads the lab at path and its exercises.
 func ReadExercises(path string) (*Lab, []*Exercise, error) {
-	src, err := os.ReadFile(path)
+	src, err := readLimited(path)
 	if err != nil {
 		return nil, nil, err
 	}
