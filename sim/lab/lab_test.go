@@ -251,17 +251,3 @@ func TestExpectOperators(t *testing.T) {
 		}
 	}
 }
-
-func FuzzParse(f *testing.F) {
-	f.Add([]byte(good))
-	f.Add([]byte("```sim {id=\"a\"}\nexpect = [\"(1 + [2]) ≈ 3 ±1\"]\n```"))
-	f.Fuzz(func(t *testing.T, src []byte) {
-		l, err := Parse("fuzz.md", src)
-		if err != nil {
-			return
-		}
-		for _, b := range l.Blocks {
-			_, _, _ = b.Scenarios(nil)
-		}
-	})
-}
