@@ -174,39 +174,24 @@ func (p *exprParser) space() {
 	}
 }
 
-func (p *exprParser) sum() (node, error) {
-	l, err := p.product()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		p.space()
-		if p.pos >= len(p.s) || (p.s[p.pos] != '+' && p.s[p.pos] != '-') {
-			return l, nil
-		}
-		op := p.s[p.pos]
-		p.pos++
-		r, err := p.product()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op, l, r}
-	}
-}
+func (p *exprParser) sum() (node, error)     { return p.binary("+-", p.product) }
+func (p *exprParser) product() (node, error) { return p.binary("*/", p.factor) }
 
-func (p *exprParser) product() (node, error) {
-	l, err := p.factor()
+// binary parses operands read by next, joined left to right by the
+// operators in ops.
+func (p *exprParser) binary(ops string, next func() (node, error)) (node, error) {
+	l, err := next()
 	if err != nil {
 		return nil, err
 	}
 	for {
 		p.space()
-		if p.pos >= len(p.s) || (p.s[p.pos] != '*' && p.s[p.pos] != '/') {
+		if p.pos >= len(p.s) || strings.IndexByte(ops, p.s[p.pos]) < 0 {
 			return l, nil
 		}
 		op := p.s[p.pos]
 		p.pos++
-		r, err := p.factor()
+		r, err := next()
 		if err != nil {
 			return nil, err
 		}
