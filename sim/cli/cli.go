@@ -1,6 +1,6 @@
 // Package cli is the `sim` command: every subcommand parses its own flags
-// here and nowhere else. Main wires signals to Run, and tests call Run with
-// their own streams.
+// here and nowhere else. main runs Run under Signals' context, and tests
+// call Run with their own context and streams.
 package cli
 
 import (
@@ -88,8 +88,8 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	}
 }
 
-// dispatch runs the command args name and returns how messages name it
-// ("sim run").
+// dispatch runs the command that args name, and returns the name its
+// messages start with ("sim run").
 func dispatch(ctx context.Context, env *Env, args []string) (string, error) {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
