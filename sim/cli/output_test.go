@@ -27,20 +27,23 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return n, errTestFull
 }
 
+// printing are commands that print, whose output may fail.
+var printing = [][]string{
+	{"run", phpLab},
+	{"run", "--json", phpLab},
+	{"run", "--events", "-", "--block", "idle", phpLab},
+	{"exercise", "--key", phpLab},
+	{"exercise", "--key", "--json", phpLab},
+	{"params"},
+	{"params", "--json"},
+	{"--help"},
+	{"run", "--help"},
+}
+
 // TestOutputErrors: a failed write to standard output, early or late, is
 // reported once, by name, with status 2, by every command that prints.
 func TestOutputErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{"run", phpLab},
-		{"run", "--json", phpLab},
-		{"run", "--events", "-", "--block", "idle", phpLab},
-		{"exercise", "--key", phpLab},
-		{"exercise", "--key", "--json", phpLab},
-		{"params"},
-		{"params", "--json"},
-		{"--help"},
-		{"run", "--help"},
-	} {
+	for _, args := range printing {
 		for _, after := range []int{0, 100} {
 			var errb bytes.Buffer
 			code := Run(context.Background(), &Env{Stdin: strings.NewReader(""), Stdout: &failingWriter{n: after}, Stderr: &errb}, args)
@@ -69,19 +72,11 @@ func TestDevFull(t *testing.T) {
 	defer full.Close()
 	sim := simBinary(t)
 	small := writeSmallLab(t)
-	for _, args := range [][]string{
-		{"run", phpLab},
-		{"run", "--json", phpLab},
-		{"run", "--events", "-", "--block", "idle", phpLab},
-		{"exercise", "--key", phpLab},
-		{"exercise", "--key", "--json", phpLab},
-		{"exercise", "--answers-from", "/dev/null", phpLab},
-		{"validate", "--tolerance", "1000%,1s", small},
-		{"validate", "--json", "--tolerance", "1000%,1s", small},
-		{"params"},
-		{"--help"},
-		{"run", "--help"},
-	} {
+	for _, args := range append(printing,
+		[]string{"exercise", "--answers-from", "/dev/null", phpLab},
+		[]string{"validate", "--tolerance", "1000%,1s", small},
+		[]string{"validate", "--json", "--tolerance", "1000%,1s", small},
+	) {
 		var errb bytes.Buffer
 		cmd := exec.Command(sim, args...)
 		cmd.Stdout, cmd.Stderr = full, &errb
