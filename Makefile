@@ -12,7 +12,7 @@ WASMDIR ?= site/assets/wasm
 # a path takes that path, e.g. make site BASEURL=https://example.org/connlab/
 BASEURL ?= /
 
-.PHONY: build data wasm site serve dev test vet bench
+.PHONY: build data wasm site serve dev test vet bench fuzz
 
 build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
@@ -75,5 +75,20 @@ test: vet
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/sim/harness$$')
 	$(GO) test -race -count=1 -timeout 20m $(REALPKG)
 
+# BenchmarkLabBlocks and BenchmarkLabVariants (sim/lab) show the time per
+# block and per variant staying flat from 10 to 1,000.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Every Fuzz* function of every package, fuzzed FUZZTIME each, one after
+# another (go test -fuzz takes one target at a time). Inputs that fail are
+# written to the package's testdata/fuzz/ for `go test` to keep checking.
+FUZZTIME ?= 3m
+fuzz:
+	@set -e; \
+	for dir in $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz' | xargs -n1 dirname | sort -u); do \
+	  for name in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | cut -c6- | sort -u); do \
+	    echo "fuzz ./$$dir $$name for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) ./$$dir; \
+	  done; \
+	done

@@ -1,6 +1,6 @@
 // Package cli is the `sim` command: every subcommand parses its own flags
-// here and nowhere else. Main wires signals to Run, and tests call Run with
-// their own streams.
+// here and nowhere else. main runs Run under Signals' context, and tests
+// call Run with their own context and streams.
 package cli
 
 import (
@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/connlab/connlab/sim/lab"
 )
@@ -46,31 +47,23 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 // Run executes `sim args...` and returns the process exit status: 0 on
-// success, 1 when a check failed, 2 for bad usage or input.
+// success, 1 when a check failed, 2 for bad usage or input, or when writing
+// to standard output failed, 130 when ctx was cancelled (Ctrl-C).
 func Run(ctx context.Context, env *Env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		if len(args) > 1 {
-			if c := find(args[1]); c != nil {
-				printCommandHelp(env.Stdout, c, nil)
-				return 0
-			}
-		}
-		printHelp(env.Stdout)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	c := find(args[0])
-	if c == nil {
-		fmt.Fprintf(env.Stderr, "sim: unknown command %q\n\n", args[0])
-		printHelp(env.Stderr)
-		return 2
-	}
-	err := c.run(ctx, env, args[1:])
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &output{w: env.Stdout, cancel: cancel}
+	e := *env
+	e.Stdout = out
+	name, err := dispatch(ctx, &e, args)
 	var ee exitError
 	var ue usageError
 	switch {
+	case out.failed() != nil:
+		// A failed write stops the command; whatever it returned follows
+		// from that.
+		fmt.Fprintf(env.Stderr, "%s: writing output: %v\n", name, out.failed())
+		return 2
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
@@ -78,16 +71,77 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	case errors.As(err, &ee):
 		return int(ee)
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "sim %s: %s\n", c.name, ue.msg)
-		fmt.Fprintf(env.Stderr, "usage: sim %s %s\n(sim %s --help for more)\n", c.name, c.usage, c.name)
+		fmt.Fprintf(env.Stderr, "%s: %s\n", name, ue.msg)
+		if c := find(strings.TrimPrefix(name, "sim ")); c != nil {
+			fmt.Fprintf(env.Stderr, "usage: sim %s %s\n(sim %s --help for more)\n", c.name, c.usage, c.name)
+		} else {
+			fmt.Fprintln(env.Stderr)
+			printHelp(env.Stderr)
+		}
 		return 2
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(env.Stderr, "sim %s: interrupted\n", c.name)
+		fmt.Fprintf(env.Stderr, "%s: interrupted\n", name)
 		return 130
 	default:
-		fmt.Fprintf(env.Stderr, "sim %s: %v\n", c.name, err)
+		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
 		return 2
 	}
+}
+
+// dispatch runs the command that args name, and returns the name its
+// messages start with ("sim run").
+func dispatch(ctx context.Context, env *Env, args []string) (string, error) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 {
+			if c := find(args[1]); c != nil {
+				printCommandHelp(env.Stdout, c, nil)
+				return "sim", nil
+			}
+		}
+		printHelp(env.Stdout)
+		if len(args) == 0 {
+			return "sim", exitError(2)
+		}
+		return "sim", nil
+	}
+	c := find(args[0])
+	if c == nil {
+		return "sim", usageError{fmt.Sprintf("unknown command %q", args[0])}
+	}
+	return "sim " + c.name, c.run(ctx, env, args[1:])
+}
+
+// output is standard output as a command sees it. The first failed write
+// (a full disk, a closed pipe) is kept, later writes are not attempted,
+// and the command's context is cancelled so that it stops.
+type output struct {
+	mu     sync.Mutex
+	w      io.Writer
+	err    error
+	cancel context.CancelFunc
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		o.err = err
+		o.cancel()
+	}
+	return n, err
+}
+
+func (o *output) failed() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
 }
 
 func find(name string) *command {

@@ -143,6 +143,10 @@ func TestRunErrors(t *testing.T) {
 	os.WriteFile(bad, []byte("```sim {id=\"x\"}\nrtt = \"-1ms\"\n```\n"), 0o644)
 	failing := filepath.Join(dir, "failing.md")
 	os.WriteFile(failing, []byte("```sim {id=\"x\"}\nrequests = 2\nexpect = [\"connects == 7\"]\n```\n"), 0o644)
+	typo := filepath.Join(dir, "typo.md") // once, sim run died out of memory
+	os.WriteFile(typo, []byte("```sim {id=\"x\"}\nrequests = 2\nexpect = [\"base.num_connects == [1, é]\"]\n```\n"), 0o644)
+	huge := filepath.Join(dir, "huge.md")
+	os.WriteFile(huge, []byte(strings.Repeat("- ", 100)+"a\n"), 0o644)
 	for _, c := range []struct {
 		args []string
 		code int
@@ -150,6 +154,9 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{[]string{"run", bad}, 2, "bad.md:2: block \"x\": rtt: -1ms is out of range"},
 		{[]string{"run", failing}, 1, "1 expectation(s) not met"},
+		{[]string{"run", typo}, 2, `typo.md:3: block "x": expect "base.num_connects == [1, é]": unexpected "é]"`},
+		{[]string{"exercise", typo}, 2, "typo.md:3:"},
+		{[]string{"run", huge}, 2, "huge.md:1: nested about 150 deep"},
 		{[]string{"run", "--block", "nope", phpLab}, 2, `no block with id "nope"`},
 		{[]string{"run", "--set", "rtt=fast", phpLab}, 2, "--set rtt: want a duration"},
 		{[]string{"run", filepath.Join(dir, "missing.md")}, 2, "no such file"},

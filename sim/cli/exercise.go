@@ -80,7 +80,11 @@ func exerciseCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, xs, err := lab.ReadExercises(file)
+	l, err := lab.ReadFileContext(ctx, file)
+	if err != nil {
+		return err
+	}
+	xs, err := l.Exercises()
 	if err != nil {
 		return err
 	}
@@ -118,7 +122,7 @@ func exerciseCmd(ctx context.Context, env *Env, args []string) error {
 		return nil
 	}
 	t := texts[lg]
-	q := &quiz{env: env, t: t, file: l.File}
+	q := &quiz{ctx: ctx, env: env, t: t, file: l.File}
 	fmt.Fprintf(env.Stdout, t.intro+"\n", titleOf(l), len(ins), *seed)
 	if *answers != "" {
 		tries, err := readAnswers(*answers, xs)
@@ -127,8 +131,7 @@ func exerciseCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		q.tries = tries
 	} else {
-		q.in = bufio.NewScanner(env.Stdin)
-		q.in.Buffer(make([]byte, 4096), 1<<20)
+		q.lines = readLines(ctx, env.Stdin)
 	}
 	for i, in := range ins {
 		if err := ctx.Err(); err != nil {
@@ -137,6 +140,9 @@ func exerciseCmd(ctx context.Context, env *Env, args []string) error {
 		if !q.ask(i, len(ins), in) {
 			break
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	fmt.Fprintf(env.Stdout, "\n"+t.summary+"\n", q.right, q.graded, q.firstTry)
 	if q.tries != nil && q.right < q.graded {
@@ -227,17 +233,38 @@ var texts = map[string]uiText{
 
 // quiz asks exercises on a terminal or from an answers file.
 type quiz struct {
+	ctx   context.Context
 	env   *Env
 	t     uiText
 	file  string
-	in    *bufio.Scanner
+	lines <-chan string       // the keyboard
 	tries map[string][]string // --answers-from
 	cur   []string
 
 	graded, right, firstTry int
 }
 
-// next returns the student's next line, or false at the end of input.
+// readLines sends the lines of r until it ends or ctx is done, so that a
+// prompt waiting for the student stops at Ctrl-C.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 4096), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return lines
+}
+
+// next returns the student's next line, or false at the end of input (or
+// once the command is interrupted).
 func (q *quiz) next(prompt string) (string, bool) {
 	fmt.Fprint(q.env.Stdout, prompt)
 	if q.tries != nil {
@@ -250,11 +277,17 @@ func (q *quiz) next(prompt string) (string, bool) {
 		fmt.Fprintln(q.env.Stdout, s)
 		return s, true
 	}
-	if !q.in.Scan() {
+	select {
+	case l, ok := <-q.lines:
+		if !ok {
+			fmt.Fprintln(q.env.Stdout)
+			return "", false
+		}
+		return strings.TrimSpace(l), true
+	case <-q.ctx.Done():
 		fmt.Fprintln(q.env.Stdout)
 		return "", false
 	}
-	return strings.TrimSpace(q.in.Text()), true
 }
 
 // ask runs one exercise; false means the input ended.
@@ -306,6 +339,9 @@ func (q *quiz) ask(i, n int, in *lab.Instance) bool {
 	for {
 		line, ok := q.next(prompt)
 		if !ok {
+			if q.ctx.Err() != nil {
+				return false
+			}
 			if q.tries == nil {
 				fmt.Fprintln(w, t.stopped)
 				return false

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 const portLab = "../../labs/port-exhaustion.md"
@@ -297,5 +298,28 @@ func TestServeExtension(t *testing.T) {
 	}
 	if code, body := get(mux, "/class/teacher?token=secret"); code != 200 || !strings.Contains(body, `"secret"`) {
 		t.Errorf("teacher page: %d", code)
+	}
+}
+
+// TestExerciseInterrupted: Ctrl-C at the quiz's prompt stops it at once,
+// though the student has typed nothing.
+func TestExerciseInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe() // a keyboard nobody types on
+	defer pw.Close()
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, &Env{Stdin: pr, Stdout: &out, Stderr: &errb}, []string{"exercise", portLab})
+	}()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case code := <-done:
+		if code != 130 || !strings.Contains(errb.String(), "sim exercise: interrupted") {
+			t.Errorf("exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the quiz still waits for input after Ctrl-C")
 	}
 }

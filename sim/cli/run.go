@@ -71,7 +71,7 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := lab.ReadFile(pos[0])
+	l, err := lab.ReadFileContext(ctx, pos[0])
 	if err != nil {
 		return err
 	}

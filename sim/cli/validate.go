@@ -115,7 +115,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	l, err := lab.ReadFile(pos[0])
+	l, err := lab.ReadFileContext(ctx, pos[0])
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,7 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 			if !ok {
 				return nil, fail(lines[k], "variant: write each variant as a [[variant]] table")
 			}
+			seen := make(map[string]bool, len(tables))
 			for i, t := range tables {
 				tm, ok := t.(map[string]any)
 				if !ok {
@@ -139,11 +140,10 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 				if !nameRE.MatchString(vr.Name) {
 					return nil, fail(lines[prefix], "variant %d needs a name of lower-case letters, digits, - and _ (name = \"persistent\")", i+1)
 				}
-				for _, prev := range b.Variants {
-					if prev.Name == vr.Name {
-						return nil, fail(lines[prefix], "variant name %q used twice", vr.Name)
-					}
+				if seen[vr.Name] {
+					return nil, fail(lines[prefix], "variant name %q used twice", vr.Name)
 				}
+				seen[vr.Name] = true
 				b.Variants = append(b.Variants, vr)
 			}
 		default:
@@ -162,13 +162,10 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 
 // bindExpects resolves the names in every expectation of the lab's blocks.
 func bindExpects(blocks []*Block) error {
-	byID := map[string]*Block{}
-	for _, b := range blocks {
-		byID[b.ID] = b
-	}
+	lab := newNames(blocks)
 	for _, b := range blocks {
 		for _, x := range b.Expects {
-			if err := x.bind(b, byID); err != nil {
+			if err := x.bind(b, lab); err != nil {
 				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: fmt.Sprintf("expect %q: %v", x.Text, err)}
 			}
 		}
@@ -205,13 +202,16 @@ func keyLines(src []byte) map[string]int {
 	counts := map[string]int{}
 	p := unstable.Parser{}
 	p.Reset(src)
+	// Parser.Shape counts lines from the start on every call; an index of
+	// line starts keeps this linear in the size of the block.
+	lineOf := lineIndex(src)
 	// key joins a node's dotted key and returns the line of its first part.
 	key := func(e *unstable.Node) (string, int) {
 		var parts []string
 		line := 0
 		for it := e.Key(); it.Next(); {
 			if line == 0 {
-				line = p.Shape(it.Node().Raw).Start.Line
+				line = lineOf(int(it.Node().Raw.Offset))
 			}
 			parts = append(parts, string(it.Node().Data))
 		}
@@ -239,7 +239,7 @@ func keyLines(src []byte) map[string]int {
 				i := 0
 				for c := v.Children(); c.Next(); i++ {
 					if n := c.Node(); n.Raw.Length > 0 {
-						lines[fmt.Sprintf("%s[%d]", path, i)] = p.Shape(n.Raw).Start.Line
+						lines[fmt.Sprintf("%s[%d]", path, i)] = lineOf(int(n.Raw.Offset))
 					}
 				}
 			}

@@ -68,7 +68,17 @@ type (
 
 var ops = []string{"contains", "==", "!=", "<=", ">=", "~=", "≈", "<", ">"}
 
+// Limits on one expression, so that a typo cannot make the reader recurse
+// or allocate without bound; the labs' longest expectation is far shorter.
+const (
+	MaxExpectBytes = 1000 // bytes of one expectation or metric expression
+	maxExprDepth   = 32   // nested parentheses and lists
+)
+
 func parseExpect(s string) (*Expect, error) {
+	if len(s) > MaxExpectBytes {
+		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
+	}
 	x := &Expect{Text: s}
 	body := s
 	if i := strings.LastIndexAny(body, "±"); i >= 0 || strings.Contains(body, "+-") {
@@ -137,11 +147,15 @@ func indexOp(s, op string) int {
 }
 
 type exprParser struct {
-	s   string
-	pos int
+	s     string
+	pos   int
+	depth int
 }
 
 func parseSide(s string) (node, error) {
+	if len(s) > MaxExpectBytes {
+		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
+	}
 	p := &exprParser{s: s}
 	n, err := p.sum()
 	if err != nil {
@@ -160,39 +174,24 @@ func (p *exprParser) space() {
 	}
 }
 
-func (p *exprParser) sum() (node, error) {
-	l, err := p.product()
-	if err != nil {
-		return nil, err
-	}
-	for {
-		p.space()
-		if p.pos >= len(p.s) || (p.s[p.pos] != '+' && p.s[p.pos] != '-') {
-			return l, nil
-		}
-		op := p.s[p.pos]
-		p.pos++
-		r, err := p.product()
-		if err != nil {
-			return nil, err
-		}
-		l = binNode{op, l, r}
-	}
-}
+func (p *exprParser) sum() (node, error)     { return p.binary("+-", p.product) }
+func (p *exprParser) product() (node, error) { return p.binary("*/", p.factor) }
 
-func (p *exprParser) product() (node, error) {
-	l, err := p.factor()
+// binary parses operands read by next, joined left to right by the
+// operators in ops.
+func (p *exprParser) binary(ops string, next func() (node, error)) (node, error) {
+	l, err := next()
 	if err != nil {
 		return nil, err
 	}
 	for {
 		p.space()
-		if p.pos >= len(p.s) || (p.s[p.pos] != '*' && p.s[p.pos] != '/') {
+		if p.pos >= len(p.s) || strings.IndexByte(ops, p.s[p.pos]) < 0 {
 			return l, nil
 		}
 		op := p.s[p.pos]
 		p.pos++
-		r, err := p.factor()
+		r, err := next()
 		if err != nil {
 			return nil, err
 		}
@@ -206,6 +205,12 @@ func (p *exprParser) factor() (node, error) {
 		return nil, errors.New("missing value")
 	}
 	c := p.s[p.pos]
+	if c == '(' || c == '[' {
+		if p.depth++; p.depth > maxExprDepth {
+			return nil, fmt.Errorf("nested more than %d deep", maxExprDepth)
+		}
+		defer func() { p.depth-- }()
+	}
 	switch {
 	case c == '(':
 		p.pos++
@@ -234,8 +239,14 @@ func (p *exprParser) factor() (node, error) {
 			}
 			l = append(l, n)
 			p.space()
-			if p.pos < len(p.s) && p.s[p.pos] == ',' {
+			switch {
+			case p.pos < len(p.s) && p.s[p.pos] == ',':
 				p.pos++
+			case p.pos < len(p.s) && p.s[p.pos] == ']':
+			case p.pos >= len(p.s):
+				return nil, errors.New("missing ]")
+			default:
+				return nil, fmt.Errorf("unexpected %q in a list: want , or ]", p.s[p.pos:])
 			}
 		}
 	case c == '"':
@@ -272,6 +283,9 @@ func (p *exprParser) factor() (node, error) {
 			}
 			p.pos++
 		}
+		if p.pos == start {
+			return nil, fmt.Errorf("unexpected %q: a name is ASCII letters, digits, _, - and .", p.s[p.pos:])
+		}
 		ref := refNode{raw: p.s[start:p.pos], index: -1}
 		ref.path = strings.Split(ref.raw, ".")
 		if p.pos < len(p.s) && p.s[p.pos] == '[' {
@@ -291,11 +305,41 @@ func (p *exprParser) factor() (node, error) {
 	}
 }
 
+// names finds blocks by id and variants by name while expectations are
+// bound, so that binding takes time in proportion to the references.
+type names struct {
+	blocks   map[string]*Block
+	variants map[*Block]map[string]*Variant
+}
+
+func newNames(blocks []*Block) *names {
+	n := &names{blocks: make(map[string]*Block, len(blocks)), variants: map[*Block]map[string]*Variant{}}
+	for _, b := range blocks {
+		n.blocks[b.ID] = b
+	}
+	return n
+}
+
+// variant is b.Variant(name), indexed on first use.
+func (n *names) variant(b *Block, name string) *Variant {
+	idx, ok := n.variants[b]
+	if !ok {
+		idx = make(map[string]*Variant, len(b.Variants))
+		for _, v := range b.Variants {
+			if _, dup := idx[v.Name]; !dup {
+				idx[v.Name] = v
+			}
+		}
+		n.variants[b] = idx
+	}
+	return idx[name]
+}
+
 // bind resolves the names in references. A reference's first name is, in
 // order: a variant of the block itself; the id of another block of the lab
 // (followed by one of its variants, or meaning its only variant); or, in a
 // block with one variant, already the metric.
-func (x *Expect) bind(b *Block, lab map[string]*Block) error {
+func (x *Expect) bind(b *Block, lab *names) error {
 	var err error
 	if x.lhs, err = bindNode(x.lhs, b, lab); err != nil {
 		return err
@@ -304,16 +348,16 @@ func (x *Expect) bind(b *Block, lab map[string]*Block) error {
 	return err
 }
 
-func bindNode(n node, b *Block, lab map[string]*Block) (node, error) {
+func bindNode(n node, b *Block, lab *names) (node, error) {
 	switch v := n.(type) {
 	case refNode:
-		other := lab[v.path[0]]
+		other := lab.blocks[v.path[0]]
 		switch {
-		case b.Variant(v.path[0]) != nil:
+		case lab.variant(b, v.path[0]) != nil:
 			v.block, v.variant, v.path = b.ID, v.path[0], v.path[1:]
 		case other != nil:
 			v.block, v.path = other.ID, v.path[1:]
-			if len(v.path) > 0 && other.Variant(v.path[0]) != nil {
+			if len(v.path) > 0 && lab.variant(other, v.path[0]) != nil {
 				v.variant, v.path = v.path[0], v.path[1:]
 			} else if len(other.Variants) == 1 {
 				v.variant = other.Variants[0].Name
@@ -323,11 +367,7 @@ func bindNode(n node, b *Block, lab map[string]*Block) (node, error) {
 		case len(b.Variants) == 1:
 			v.block, v.variant = b.ID, b.Variants[0].Name
 		default:
-			names := make([]string, len(b.Variants))
-			for i, vr := range b.Variants {
-				names[i] = vr.Name
-			}
-			return nil, fmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], strings.Join(names, ", "))
+			return nil, fmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], variantNames(b))
 		}
 		if len(v.path) == 0 {
 			return nil, fmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)

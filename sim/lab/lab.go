@@ -10,9 +10,9 @@ package lab
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -66,18 +66,27 @@ func (e *Error) Error() string {
 // ReadFile parses the lab at path; a .toml file is read as a lab of one
 // block whose id is the file's base name.
 func ReadFile(path string) (*Lab, error) {
-	src, err := os.ReadFile(path)
+	return ReadFileContext(context.Background(), path)
+}
+
+// ReadFileContext is ReadFile that stops between blocks, with ctx's error,
+// once ctx is done.
+func ReadFileContext(ctx context.Context, path string) (*Lab, error) {
+	src, err := readLimited(path)
 	if err != nil {
 		return nil, err
 	}
 	if strings.HasSuffix(path, ".toml") {
 		return ParseScenarioFile(path, src)
 	}
-	return Parse(path, src)
+	return ParseContext(ctx, path, src)
 }
 
 // ParseScenarioFile reads a bare TOML scenario as a lab with one block.
 func ParseScenarioFile(path string, src []byte) (*Lab, error) {
+	if len(src) > MaxFileBytes {
+		return nil, tooLarge(path)
+	}
 	id := strings.TrimSuffix(path[strings.LastIndexAny(path, `/\`)+1:], ".toml")
 	b, err := parseBlock(path, id, 1, src)
 	if err != nil {
@@ -89,8 +98,19 @@ func ParseScenarioFile(path string, src []byte) (*Lab, error) {
 	return &Lab{File: path, Title: b.Title, Blocks: []*Block{b}}, nil
 }
 
-// Parse reads a lab from Markdown source; file names it in errors.
+// Parse reads a lab from Markdown source; file names it in errors. A
+// source larger than MaxFileBytes, or nested deeper than MaxNesting, is an
+// error.
 func Parse(file string, src []byte) (*Lab, error) {
+	return ParseContext(context.Background(), file, src)
+}
+
+// ParseContext is Parse that stops between blocks, with ctx's error, once
+// ctx is done.
+func ParseContext(ctx context.Context, file string, src []byte) (*Lab, error) {
+	if err := checkSize(file, src); err != nil {
+		return nil, err
+	}
 	l := &Lab{File: file}
 	body, bodyLine, fm, err := splitFrontMatter(src)
 	if err != nil {
@@ -113,6 +133,9 @@ func Parse(file string, src []byte) (*Lab, error) {
 		fc, ok := n.(*ast.FencedCodeBlock)
 		if !entering || !ok {
 			return ast.WalkContinue, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return ast.WalkStop, err
 		}
 		lang := string(fc.Language(body))
 		if lang != "sim" && lang != "exercise" {

@@ -55,13 +55,17 @@ func (r *BlockResult) OK() bool {
 // scenario is invalid is an error unless an expectation of the block reads
 // that variant's error; then its message is returned in errs.
 func (b *Block) Scenarios(set []Setting) (scns []*sim.Scenario, errs []error, err error) {
+	var errorRead map[string]bool // variants whose error an expectation reads
 	for _, v := range b.Variants {
 		s, err := b.Scenario(v, set)
 		if err != nil {
 			return nil, nil, err
 		}
 		if verr := s.Validate(); verr != nil {
-			if b.expectsError(v.Name) {
+			if errorRead == nil {
+				errorRead = b.errorsRead()
+			}
+			if errorRead[v.Name] {
 				scns, errs = append(scns, nil), append(errs, verr)
 				continue
 			}
@@ -72,14 +76,20 @@ func (b *Block) Scenarios(set []Setting) (scns []*sim.Scenario, errs []error, er
 	return scns, errs, nil
 }
 
-func (b *Block) expectsError(variant string) bool {
+// errorsRead lists the variants of b whose error an expectation reads.
+func (b *Block) errorsRead() map[string]bool {
+	out := map[string]bool{}
 	for _, x := range b.Expects {
-		if x.refersToError(b.ID, variant) {
-			return true
-		}
+		x.walk(func(r refNode) {
+			if r.block == b.ID && len(r.path) == 1 && r.path[0] == "error" {
+				out[r.variant] = true
+			}
+		})
 	}
-	return false
+	return out
 }
+
+func (b *Block) expectsError(variant string) bool { return b.errorsRead()[variant] }
 
 func (b *Block) validationError(v *Variant, err error) error {
 	line := v.Line
@@ -148,12 +158,15 @@ func (b *Block) Needs() []string {
 // model or from a real run).
 func (b *Block) Check(results map[string]*BlockResult) []Check {
 	m := Metrics{}
-	for id, r := range results {
-		m[id] = map[string]map[string]any{}
-		for _, v := range r.Variants {
-			m[id][v.Name] = MetricsOf(v)
+	for _, id := range b.Needs() {
+		if r := results[id]; r != nil {
+			m[id] = blockMetrics(r)
 		}
 	}
+	return b.check(m)
+}
+
+func (b *Block) check(m Metrics) []Check {
 	checks := make([]Check, 0, len(b.Expects))
 	for _, x := range b.Expects {
 		checks = append(checks, x.eval(m))
@@ -161,26 +174,45 @@ func (b *Block) Check(results map[string]*BlockResult) []Check {
 	return checks
 }
 
+// blockMetrics gives each variant's values by name.
+func blockMetrics(r *BlockResult) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(r.Variants))
+	for _, v := range r.Variants {
+		out[v.Name] = MetricsOf(v)
+	}
+	return out
+}
+
 // Run simulates the given blocks (every block if ids is empty), and the
 // blocks their expectations read, then checks the expectations. Only the
 // blocks asked for are returned, in the lab's order. Sink sees every block
-// that runs.
+// that runs. A cancelled ctx stops the work between blocks (and sim.Run
+// within one) with ctx's error.
 func (l *Lab) Run(ctx context.Context, ids []string, opt RunOptions) ([]*BlockResult, error) {
-	want := ids
-	if len(want) == 0 {
-		for _, b := range l.Blocks {
-			want = append(want, b.ID)
+	byID := make(map[string]*Block, len(l.Blocks))
+	for _, b := range l.Blocks {
+		if _, dup := byID[b.ID]; !dup {
+			byID[b.ID] = b
 		}
 	}
+	if len(ids) == 0 {
+		for _, b := range l.Blocks {
+			ids = append(ids, b.ID)
+		}
+	}
+	want := make(map[string]bool, len(ids))
 	var need []*Block
-	for _, id := range want {
-		b, err := l.Block(id)
-		if err != nil {
+	needed := map[string]bool{}
+	for _, id := range ids {
+		b := byID[id]
+		if b == nil {
+			_, err := l.Block(id) // the error lists the ids
 			return nil, err
 		}
+		want[id] = true
 		for _, dep := range b.Needs() {
-			d, _ := l.Block(dep)
-			if !slices.Contains(need, d) {
+			if d := byID[dep]; d != nil && !needed[dep] {
+				needed[dep] = true
 				need = append(need, d)
 			}
 		}
@@ -188,25 +220,42 @@ func (l *Lab) Run(ctx context.Context, ids []string, opt RunOptions) ([]*BlockRe
 	// Check every scenario before running any, so bad input never leaves a
 	// half-written result.
 	for _, b := range need {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if _, _, err := b.Scenarios(opt.Set); err != nil {
 			return nil, err
 		}
 	}
-	results := map[string]*BlockResult{}
+	results := make(map[string]*BlockResult, len(need))
 	for _, b := range need {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		r, err := b.RunVariants(ctx, opt)
 		if err != nil {
 			return nil, err
 		}
 		results[b.ID] = r
 	}
+	// Each result's metrics are built once, however many blocks read them.
+	m := Metrics{}
 	var out []*BlockResult
 	for _, b := range l.Blocks {
-		if slices.Contains(want, b.ID) {
-			r := results[b.ID]
-			r.Checks = b.Check(results)
-			out = append(out, r)
+		if !want[b.ID] {
+			continue
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for _, id := range b.Needs() {
+			if _, ok := m[id]; !ok && results[id] != nil {
+				m[id] = blockMetrics(results[id])
+			}
+		}
+		r := results[b.ID]
+		r.Checks = b.check(m)
+		out = append(out, r)
 	}
 	return out, nil
 }
