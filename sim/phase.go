@@ -3,6 +3,7 @@ package sim
 import (
 	"reflect"
 	"time"
+	"unsafe"
 )
 
 // A Phase is one of a call's cumulative times, each measured from the start
@@ -12,9 +13,10 @@ import (
 // at each time as one segment of a waterfall, with Chrome DevTools' names
 // and colours (the segment that ends at namelookup is "DNS lookup").
 //
-// Phases lists them in order; the CLI table, the Summary's percentiles, the
-// lab metrics and the schema read it. Key, Segment, Color and the two
-// accessors are written in the table; the rest is derived from them.
+// Phases lists them in order; the Summary's percentiles, the CLI table, the
+// lab metrics and the schema read it. Key, Segment and Color are written in
+// the table; the rest is derived: the fields are the Event and Summary
+// fields whose JSON key is Key + "_ms" (the Summary has none for queue).
 type Phase struct {
 	Key          string `json:"key"`                     // "namelookup"
 	Curl         string `json:"curl,omitempty"`          // curl's -w variable: "time_namelookup" ("" for queue)
@@ -25,67 +27,88 @@ type Phase struct {
 	Label        string `json:"label"`                   // the segment's UI string key (site/i18n): "ph_dns"
 	Color        string `json:"color"`                   // the segment's colour, as CSS: "#0d9aa8"
 
-	event func(*Event) time.Duration
-	stat  func(*Summary) *Stat // nil for a phase the summary does not hold
+	// Offsets of the fields in Event and Summary (statOff: when
+	// SummaryField is set), found by reflection at init. The engine reads
+	// every call's phases through them: a closure per phase and call slowed
+	// it down visibly, reflection would more.
+	eventOff, statOff uintptr
 }
 
 // Time returns the phase's time in a call event.
-func (p *Phase) Time(e *Event) time.Duration { return p.event(e) }
+func (p *Phase) Time(e *Event) time.Duration { return durationAt(e, p.eventOff) }
+
+// durationAt reads the time.Duration field at offset off of e.
+func durationAt(e *Event, off uintptr) time.Duration {
+	return *(*time.Duration)(unsafe.Add(unsafe.Pointer(e), off))
+}
 
 // Stat returns the phase's percentiles in a summary, or false when the
 // summary holds none (queue).
 func (p *Phase) Stat(s *Summary) (Stat, bool) {
-	if p.stat == nil {
+	if p.SummaryField == "" {
 		return Stat{}, false
 	}
 	return *p.stat(s), true
 }
 
+func (p *Phase) stat(s *Summary) *Stat { return (*Stat)(unsafe.Add(unsafe.Pointer(s), p.statOff)) }
+
 var phases = []Phase{
-	{Key: "queue", Segment: "queue", Color: "#b9c2cc",
-		event: func(e *Event) time.Duration { return e.Queue }},
-	{Key: "namelookup", Segment: "dns", Color: "#0d9aa8",
-		event: func(e *Event) time.Duration { return e.NameLookup },
-		stat:  func(s *Summary) *Stat { return &s.NameLookup }},
-	{Key: "connect", Segment: "connect", Color: "#f29f05",
-		event: func(e *Event) time.Duration { return e.Connect },
-		stat:  func(s *Summary) *Stat { return &s.Connect }},
-	{Key: "appconnect", Segment: "tls", Color: "#b65ad5",
-		event: func(e *Event) time.Duration { return e.AppConnect },
-		stat:  func(s *Summary) *Stat { return &s.AppConnect }},
-	{Key: "starttransfer", Segment: "wait", Color: "#36b37e",
-		event: func(e *Event) time.Duration { return e.StartTransfer },
-		stat:  func(s *Summary) *Stat { return &s.StartTransfer }},
-	{Key: "total", Segment: "download", Color: "#1f78d1",
-		event: func(e *Event) time.Duration { return e.Total },
-		stat:  func(s *Summary) *Stat { return &s.Total }},
+	{Key: "queue", Segment: "queue", Color: "#b9c2cc"},
+	{Key: "namelookup", Segment: "dns", Color: "#0d9aa8"},
+	{Key: "connect", Segment: "connect", Color: "#f29f05"},
+	{Key: "appconnect", Segment: "tls", Color: "#b65ad5"},
+	{Key: "starttransfer", Segment: "wait", Color: "#36b37e"},
+	{Key: "total", Segment: "download", Color: "#1f78d1"},
 }
 
-// curlPhases are the phases a Summary holds, in order.
-var curlPhases []Phase
+// curlPhases are the phases a Summary holds, in order, and curlOffsets
+// their offsets in Event. The Collector keeps an array of numCurlPhases
+// quantiles, which the engine loops over faster than over a slice.
+var (
+	curlPhases  []Phase
+	curlOffsets [numCurlPhases]uintptr
+)
+
+// numCurlPhases is how many phases a Summary holds (init checks it).
+const numCurlPhases = 5
 
 func init() {
 	for i := range phases {
 		p := &phases[i]
 		p.JSON = p.Key + "_ms"
 		p.Label = "ph_" + p.Segment
-		p.EventField = fieldByJSON(reflect.TypeFor[Event](), p.JSON)
-		if p.stat != nil {
+		f, ok := fieldByJSON(reflect.TypeFor[Event](), p.JSON)
+		if !ok || f.Type != durationType {
+			panic("sim: phase " + p.Key + ": Event has no time.Duration field " + p.JSON)
+		}
+		p.EventField, p.eventOff = f.Name, f.Offset
+		if f, ok := fieldByJSON(reflect.TypeFor[Summary](), p.JSON); ok {
+			if f.Type != reflect.TypeFor[Stat]() {
+				panic("sim: phase " + p.Key + ": Summary." + f.Name + " is not a Stat")
+			}
+			p.SummaryField, p.statOff = f.Name, f.Offset
 			p.Curl = "time_" + p.Key
-			p.SummaryField = fieldByJSON(reflect.TypeFor[Summary](), p.JSON)
+			if len(curlPhases) == numCurlPhases {
+				panic("sim: the Summary holds more phases than numCurlPhases: raise it")
+			}
+			curlOffsets[len(curlPhases)] = p.eventOff
 			curlPhases = append(curlPhases, *p)
 		}
 	}
+	if len(curlPhases) != numCurlPhases {
+		panic("sim: the Summary holds fewer phases than numCurlPhases: lower it")
+	}
 }
 
-// fieldByJSON returns the name of t's field whose JSON key is key.
-func fieldByJSON(t reflect.Type, key string) string {
+// fieldByJSON returns t's field whose JSON key is key.
+func fieldByJSON(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		if f := t.Field(i); jsonName(f) == key {
-			return f.Name
+			return f, true
 		}
 	}
-	panic("sim: " + t.Name() + " has no field " + key)
+	return reflect.StructField{}, false
 }
 
 // Phases returns every phase in order, queue first.

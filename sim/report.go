@@ -174,7 +174,7 @@ const MaxListed = 1000
 // filled in by whoever observes them.
 type Collector struct {
 	s                               Summary
-	phases                          []Quantiles // by CurlPhases
+	phases                          [numCurlPhases]Quantiles // by CurlPhases
 	response, newTotal, reusedTotal Quantiles
 	firstStart, lastEnd             time.Duration
 	started                         bool
@@ -208,11 +208,8 @@ func (c *Collector) Add(e *Event) {
 			c.s.NumConnects = append(c.s.NumConnects, e.NumConnects())
 		}
 		if e.Error == "" {
-			if c.phases == nil {
-				c.phases = make([]Quantiles, len(curlPhases))
-			}
-			for i := range curlPhases {
-				c.phases[i].Add(curlPhases[i].event(e))
+			for i := range c.phases {
+				c.phases[i].Add(durationAt(e, curlOffsets[i]))
 			}
 			if e.NewConn {
 				c.newTotal.Add(e.Total)
@@ -258,7 +255,7 @@ func (c *Collector) Summary() Summary {
 	if s.ConnectsPerWorker == nil {
 		s.ConnectsPerWorker = []int{}
 	}
-	for i := range c.phases { // nil before the first call: the stats stay zero
+	for i := range c.phases {
 		*curlPhases[i].stat(&s) = c.phases[i].Stat()
 	}
 	s.Response = c.response.Stat()
