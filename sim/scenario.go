@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -554,8 +555,18 @@ func editDistance(a, b string) int {
 }
 
 // Validate checks what single keys cannot: combinations, the PHP rules for
-// share option sets, and the size of the run. The error names the key.
+// share option sets, and the size of the run; and that each enum key holds
+// one of its words, which Set ensures but a Scenario built in Go may not.
+// The error names the key.
 func (s *Scenario) Validate() error {
+	v := reflect.ValueOf(s).Elem()
+	for i := range params {
+		p := &params[i]
+		if p.Kind == "enum" && !slices.Contains(p.Enum, v.Field(p.index).String()) {
+			// Set checks the words; a Scenario built in Go may hold any.
+			return paramErr(p.Key, "want one of %s, got %q", strings.Join(p.Enum, ", "), v.Field(p.index).String())
+		}
+	}
 	if s.Requests == 0 && s.Duration == 0 {
 		return paramErr("requests", "set requests or duration, or the run never ends")
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -128,5 +129,36 @@ func TestErrorKindOf(t *testing.T) {
 		if got, _ := ErrorKindOf(err.Msg); got != want {
 			t.Errorf("ShareMask(%q): %q, kind %q, want %q", set, err.Msg, got, want)
 		}
+	}
+}
+
+// TestValidateRejectsAWordOutsideTheVocabulary: a Scenario built in Go
+// (not through Set) with a word no type lists is refused, naming the key.
+func TestValidateRejectsAWordOutsideTheVocabulary(t *testing.T) {
+	s := Default()
+	s.Reuse = "connection"
+	err := s.Validate()
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Key != "reuse" || !strings.Contains(err.Error(), `"connection"`) {
+		t.Errorf("reuse = connection: %v", err)
+	}
+	s = Default()
+	s.TLS = "1.4"
+	if err := s.Validate(); err == nil || !strings.HasPrefix(err.Error(), "tls: ") {
+		t.Errorf("tls = 1.4: %v", err)
+	}
+}
+
+// TestEveryReusePolicyIsModelled: each reuse policy has its own behaviour
+// in the model; a policy added to the vocabulary alone would run as
+// another one.
+func TestEveryReusePolicyIsModelled(t *testing.T) {
+	seen := map[policy]Reuse{}
+	for _, r := range reuses {
+		p := policyOf(r)
+		if other, dup := seen[p]; dup {
+			t.Errorf("reuse %q runs as %q: give it a policy in policyOf (pool.go)", r, other)
+		}
+		seen[p] = r
 	}
 }
