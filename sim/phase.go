@@ -14,15 +14,17 @@ import (
 // and colours (the segment that ends at namelookup is "DNS lookup").
 //
 // Phases lists them in order; the Summary's percentiles, the CLI table, the
-// lab metrics and the schema read it. Key, Segment and Color are written in
-// the table; the rest is derived: the fields are the Event and Summary
-// fields whose JSON key is Key + "_ms" (the Summary has none for queue).
+// lab metrics and the schema read it. Key, Setup, Segment and Color are
+// written in the table; the rest is derived: the fields are the Event and
+// Summary fields whose JSON key is Key + "_ms" (the Summary has none for
+// queue).
 type Phase struct {
 	Key          string `json:"key"`                     // "namelookup"
 	Curl         string `json:"curl,omitempty"`          // curl's -w variable: "time_namelookup" ("" for queue)
 	JSON         string `json:"json"`                    // the key of the Event and Summary JSON: "namelookup_ms"
 	EventField   string `json:"event_field"`             // the Event field: "NameLookup"
 	SummaryField string `json:"summary_field,omitempty"` // the Summary field ("" for queue: the summary has none)
+	Setup        bool   `json:"setup,omitempty"`         // part of opening a connection: zero on a call that reuses one, as curl reports it
 	Segment      string `json:"segment"`                 // the waterfall segment that ends at this time: "dns"
 	Label        string `json:"label"`                   // the segment's UI string key (site/i18n): "ph_dns"
 	Color        string `json:"color"`                   // the segment's colour, as CSS: "#0d9aa8"
@@ -55,9 +57,9 @@ func (p *Phase) stat(s *Summary) *Stat { return (*Stat)(unsafe.Add(unsafe.Pointe
 
 var phases = []Phase{
 	{Key: "queue", Segment: "queue", Color: "#b9c2cc"},
-	{Key: "namelookup", Segment: "dns", Color: "#0d9aa8"},
-	{Key: "connect", Segment: "connect", Color: "#f29f05"},
-	{Key: "appconnect", Segment: "tls", Color: "#b65ad5"},
+	{Key: "namelookup", Setup: true, Segment: "dns", Color: "#0d9aa8"},
+	{Key: "connect", Setup: true, Segment: "connect", Color: "#f29f05"},
+	{Key: "appconnect", Setup: true, Segment: "tls", Color: "#b65ad5"},
 	{Key: "starttransfer", Segment: "wait", Color: "#36b37e"},
 	{Key: "total", Segment: "download", Color: "#1f78d1"},
 }

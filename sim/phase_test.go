@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"testing"
@@ -81,5 +82,31 @@ func TestCollectorFillsEveryCurlPhase(t *testing.T) {
 	var empty Collector
 	if s := empty.Summary(); s.Total != (Stat{}) || s.NameLookup != (Stat{}) {
 		t.Errorf("no calls: %+v", s)
+	}
+}
+
+// TestSetupPhases: a call on a kept connection has the setup phases zero
+// and the others not; a call that opens one (with DNS and TLS) has them all.
+func TestSetupPhases(t *testing.T) {
+	s := Default()
+	s.Requests, s.Reuse, s.ServerTime = 3, ReuseProcess, time.Millisecond
+	var news, reused int
+	_, err := Run(context.Background(), s, Options{Seed: 1, Sink: func(e *Event) {
+		if e.Kind != KindCall {
+			return
+		}
+		if e.NewConn {
+			news++
+		} else {
+			reused++
+		}
+		for _, p := range CurlPhases() {
+			if zero := p.Time(e) == 0; zero != (p.Setup && !e.NewConn) {
+				t.Errorf("call %d (new %v): %s = %v", e.Req, e.NewConn, p.Key, p.Time(e))
+			}
+		}
+	}})
+	if err != nil || news != 1 || reused != 2 {
+		t.Fatalf("%v: %d new, %d reused", err, news, reused)
 	}
 }

@@ -72,9 +72,13 @@ func schemaCmd(ctx context.Context, env *Env, args []string) error {
 	tw.Flush()
 	fmt.Fprintln(w, "\nphases (cumulative from the start of a call)")
 	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  key\tcurl\tjson\tEvent\tSummary\tsegment\tlabel\tcolour")
+	fmt.Fprintln(tw, "  key\tcurl\tjson\tEvent\tSummary\tsetup\tsegment\tlabel\tcolour")
 	for _, p := range s.Phases {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Key, dash(p.Curl), p.JSON, p.EventField, dash(p.SummaryField), p.Segment, p.Label, p.Color)
+		setup := "-"
+		if p.Setup {
+			setup = "yes"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Key, dash(p.Curl), p.JSON, p.EventField, dash(p.SummaryField), setup, p.Segment, p.Label, p.Color)
 	}
 	tw.Flush()
 	types := make([]string, 0, len(s.Types))

@@ -23,7 +23,7 @@ func TestSchemaCommand(t *testing.T) {
 	var doc struct {
 		Params []map[string]any            `json:"params"`
 		Enums  map[string][]string         `json:"enums"`
-		Phases []map[string]string         `json:"phases"`
+		Phases []map[string]any            `json:"phases"`
 		Types  map[string][]map[string]any `json:"types"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
