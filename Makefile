@@ -20,11 +20,13 @@ build:
 # Numbers the pages print come from the model: every page's ```sim blocks
 # run here (site/data/results/PAGE.json, with their time series), and the
 # build stops if an expectation is not met. Pages with ```exercise blocks
-# get the teacher's key (site/data/exercises/PAGE.json). Each file is
-# written whole or not at all.
+# get the teacher's key (site/data/exercises/PAGE.json). The scenario keys
+# and the schema (vocabulary, phases, JSON fields) go to site/data/params.json
+# and schema.json. Each file is written whole or not at all.
 data: build
 	@mkdir -p site/data/results site/data/exercises
 	@tmp=$$(mktemp) && $(BIN) params --json > $$tmp && mv $$tmp site/data/params.json || { rm -f $$tmp; exit 1; }
+	@tmp=$$(mktemp) && $(BIN) schema --json > $$tmp && mv $$tmp site/data/schema.json || { rm -f $$tmp; exit 1; }
 	@for f in $(PAGES); do \
 	  n=$$(basename $$f .md); \
 	  if grep -q '^```sim' $$f; then \

@@ -326,7 +326,7 @@ func TestWorkersAndDispatch(t *testing.T) {
 	s.Reuse = "process"
 	s.Workers = 4
 	s.Requests = 12
-	for _, d := range []string{"queue", "round-robin"} {
+	for _, d := range []Dispatch{"queue", "round-robin"} {
 		s.Dispatch = d
 		res, _ := run(t, s)
 		if !slices.Equal(res.Summary.ConnectsPerWorker, []int{1, 1, 1, 1}) {

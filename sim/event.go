@@ -1,7 +1,11 @@
 package sim
 
 import (
+	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -56,32 +60,42 @@ func ParseKind(s string) (Kind, bool) {
 // from the start of the call (Start), cumulatively. As curl reports them, a
 // call on a reused connection has NameLookup, Connect and AppConnect zero, and
 // a call without TLS has AppConnect zero.
+//
+// The tags say what AppendJSON writes (it does not read them; a test holds
+// the two together): the JSON key, the kinds of event that carry the field
+// (every kind without a kinds tag) and the vocabulary type of its values.
+// Every key but kind and at_ms is left out of the compact form when zero.
 type Event struct {
-	Kind   Kind
-	At     time.Duration // run time of the event; for calls, when the call ended
-	Req    int           // web request number, from 1
-	Call   int           // call number within the request, from 1
-	Worker int           // worker process, from 1 (0: none)
-	Conn   int           // connection id, from 1 (0: none)
+	Kind   Kind          `json:"kind"`
+	At     time.Duration `json:"at_ms"`                                                 // run time of the event; for calls, when the call ended
+	Req    int           `json:"req,omitempty" kinds:"call,open,port_error,request"`    // web request number, from 1
+	Call   int           `json:"call,omitempty" kinds:"call,open,port_error"`           // call number within the request, from 1
+	Worker int           `json:"worker,omitempty" kinds:"call,open,port_error,request"` // worker process, from 1 (0: none)
+	Conn   int           `json:"conn,omitempty" kinds:"call,open,idle,close"`           // connection id, from 1 (0: none)
 
 	// Calls.
-	NewConn       bool // the call opened a connection (num_connects = 1)
-	Reused        bool // the call ran on a kept connection
-	Retried       bool // a reused connection was found closed by the server and the call was sent again
-	Start         time.Duration
-	Queue         time.Duration // waiting for a pool connection, included in the phases below
-	NameLookup    time.Duration
-	Connect       time.Duration
-	AppConnect    time.Duration
-	StartTransfer time.Duration
-	Total         time.Duration
-	Handshake     string // "full", "resumed", "0-rtt" or "" (no TLS handshake)
+	NewConn       bool          `json:"new_conn,omitempty" kinds:"call"` // the call opened a connection (num_connects = 1)
+	Reused        bool          `json:"reused,omitempty" kinds:"call"`   // the call ran on a kept connection
+	Retried       bool          `json:"retried,omitempty" kinds:"call"`  // a reused connection was found closed by the server and the call was sent again
+	Start         time.Duration `json:"start_ms,omitempty" kinds:"call,request"`
+	Queue         time.Duration `json:"queue_ms,omitempty" kinds:"call"` // waiting for a pool connection, included in the phases below
+	NameLookup    time.Duration `json:"namelookup_ms,omitempty" kinds:"call"`
+	Connect       time.Duration `json:"connect_ms,omitempty" kinds:"call"`
+	AppConnect    time.Duration `json:"appconnect_ms,omitempty" kinds:"call"`
+	StartTransfer time.Duration `json:"starttransfer_ms,omitempty" kinds:"call"`
+	Total         time.Duration `json:"total_ms,omitempty" kinds:"call,request"`
+	Handshake     string        `json:"handshake,omitempty" kinds:"call" enum:"Handshake"` // empty: no TLS handshake
 
 	// Sockets.
-	LocalPort int
-	By        string // "client" or "server"
-	Reason    string
-	Error     string
+	LocalPort int    `json:"local_port,omitempty" kinds:"call,open,idle,close,time_wait,time_wait_end"`
+	By        string `json:"by,omitempty" kinds:"close,time_wait,time_wait_end" enum:"Side"`
+	Reason    string `json:"reason,omitempty" kinds:"close,time_wait_end" enum:"CloseReason"`
+	Error     string `json:"error,omitempty" kinds:"call,port_error,request"` // begins with an ErrorKind for the failures the lessons are about
+}
+
+// eventExtra are the keys AppendJSON writes that no field holds.
+var eventExtra = []Field{
+	{Name: "num_connects", Type: "integer", Optional: true, Kinds: []string{"call"}}, // NumConnects
 }
 
 // NumConnects is curl's CURLINFO_NUM_CONNECTS for a call.
@@ -219,3 +233,58 @@ func AppendJSONString(b []byte, s string) []byte {
 
 // MS converts a duration to float milliseconds.
 func MS(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// eventRule is what CheckEvent knows of one Event field, from its tags.
+type eventRule struct {
+	index  int
+	name   string
+	kinds  uint32 // bit k: Kind k carries it
+	values []string
+}
+
+var eventRules = func() []eventRule {
+	var rules []eventRule
+	t := reflect.TypeFor[Event]()
+	for i := 1; i < t.NumField(); i++ { // Kind itself is always there
+		f := t.Field(i)
+		r := eventRule{index: i, name: jsonName(f), kinds: 1<<len(kindNames) - 1}
+		if tag := f.Tag.Get("kinds"); tag != "" {
+			r.kinds = 0
+			for _, s := range strings.Split(tag, ",") {
+				k, ok := ParseKind(s)
+				if !ok {
+					panic("sim: Event." + f.Name + ": unknown kind " + s)
+				}
+				r.kinds |= 1 << k
+			}
+		}
+		if e, ok := enumFor(f); ok {
+			r.values = e.values
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}()
+
+// CheckEvent reports a field set on an event whose kind does not carry it
+// (Event's kinds tags) or a value outside its vocabulary type (its enum
+// tag). The tests of whatever emits events use it.
+func CheckEvent(e *Event) error {
+	if int(e.Kind) >= len(kindNames) {
+		return fmt.Errorf("unknown kind %d", e.Kind)
+	}
+	v := reflect.ValueOf(e).Elem()
+	for _, r := range eventRules {
+		f := v.Field(r.index)
+		if f.IsZero() {
+			continue
+		}
+		if r.kinds&(1<<e.Kind) == 0 {
+			return fmt.Errorf("a %s event carries %s = %v", e.Kind, r.name, f.Interface())
+		}
+		if r.values != nil && !slices.Contains(r.values, f.String()) {
+			return fmt.Errorf("a %s event: %s = %q is not one of %q", e.Kind, r.name, f.String(), r.values)
+		}
+	}
+	return nil
+}

@@ -2,13 +2,6 @@ package sim
 
 import "time"
 
-// Error texts of failed calls, as a client would report them.
-const (
-	errPortExhausted = "EADDRNOTAVAIL: connect() found no free local port (errno 99)"
-	errRace          = "ECONNRESET: the server closed the kept connection as the request was sent (keep-alive race)"
-	errPoolFull      = "ConnectionError: the pool is at pool_max connections"
-)
-
 // server holds the upstream's queue when its concurrency is bounded.
 type server struct {
 	busy  int
@@ -38,7 +31,7 @@ func (m *model) acquire(ri int32) {
 			// (its reset to the request would come later still).
 			m.reqs[ri].retried = true
 			if !m.s.RetryOnRace {
-				m.failCall(ri, seen, errRace, false)
+				m.failCall(ri, seen, ErrorRace, false)
 				return
 			}
 			m.openConn(ri, o, seen)
@@ -50,8 +43,8 @@ func (m *model) acquire(ri int32) {
 		}
 	}
 	if m.policy == polPool && m.s.PoolMax > 0 && m.owners[o].open >= m.s.PoolMax {
-		if m.s.PoolFull == "error" {
-			m.failCall(ri, m.now, errPoolFull, false)
+		if m.s.PoolFull == PoolFullError {
+			m.failCall(ri, m.now, ErrorPoolFull, false)
 			return
 		}
 		m.reqs[ri].waitFrom = m.now
@@ -71,7 +64,7 @@ func (m *model) openConn(ri, o int32, t0 time.Duration) {
 	r.nameLook = tConnect - r.callStart
 	port, ok := m.allocPort()
 	if !ok {
-		m.failCall(ri, tConnect, errPortExhausted, true)
+		m.failCall(ri, tConnect, ErrorNoPort, true)
 		return
 	}
 	ci := m.newConn(o, port, tConnect)
@@ -83,7 +76,7 @@ func (m *model) openConn(ri, o int32, t0 time.Duration) {
 	}
 	ready := tConnect + m.s.RTT
 	r.connect = ready - r.callStart
-	if m.s.TLS != "none" {
+	if TLSVersion(m.s.TLS) != TLSNone {
 		tlsO := m.ownerFor(ri, ShareSSLSession)
 		hs := m.tlsHandshake(m.owners[tlsO].hasTLS)
 		m.owners[tlsO].hasTLS = true
@@ -158,7 +151,7 @@ func (m *model) respond(ri int32, srvDone time.Duration) {
 }
 
 // failCall ends request ri's call with an error at time at.
-func (m *model) failCall(ri int32, at time.Duration, msg string, portErr bool) {
+func (m *model) failCall(ri int32, at time.Duration, msg ErrorKind, portErr bool) {
 	r := &m.reqs[ri]
 	r.failMsg, r.portErr = msg, portErr
 	m.schedule(at, evCallDone, ri, 0)
@@ -172,10 +165,10 @@ func (m *model) callDone(ri int32) {
 	*e = Event{Kind: KindCall, At: m.now, Req: r.id, Call: r.call, Worker: int(r.worker) + 1,
 		NewConn: r.newConn, Retried: r.retried, Start: r.callStart, Queue: r.queued,
 		NameLookup: r.nameLook, Connect: r.connect, AppConnect: r.appConn, Total: m.now - r.callStart,
-		Handshake: r.handshake, Error: r.failMsg}
+		Handshake: string(r.handshake), Error: string(r.failMsg)}
 	if r.failMsg != "" {
 		if r.portErr {
-			pe := Event{Kind: KindPortError, At: m.now, Req: r.id, Call: r.call, Worker: e.Worker, Error: r.failMsg}
+			pe := Event{Kind: KindPortError, At: m.now, Req: r.id, Call: r.call, Worker: e.Worker, Error: e.Error}
 			m.emit(&pe)
 		}
 		r.failed = true
@@ -192,13 +185,13 @@ func (m *model) callDone(ri int32) {
 	c.lastUsed = m.now
 	switch {
 	case m.s.KeepaliveRequests > 0 && c.served >= m.s.KeepaliveRequests:
-		m.closeConn(ci, sideServer, "keepalive-requests")
+		m.closeConn(ci, sideServer, ReasonKeepaliveRequests)
 	case m.policy == polNone:
 		first := sideClient
-		if m.s.Closer == "server" {
+		if Side(m.s.Closer) == SideServer {
 			first = sideServer
 		}
-		m.closeConn(ci, first, "no-reuse")
+		m.closeConn(ci, first, ReasonNoReuse)
 	default:
 		m.release(ci)
 	}

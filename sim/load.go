@@ -37,19 +37,19 @@ type request struct {
 	conn      int32
 	newConn   bool
 	retried   bool
-	handshake string
+	handshake Handshake
 	nameLook  time.Duration // phases, from callStart
 	connect   time.Duration
 	appConn   time.Duration
 	ready     time.Duration // absolute time the request bytes leave
 	srvWork   time.Duration // server work for this call
 	srvDone   time.Duration // absolute time the server finished
-	failMsg   string        // the call failed with this error
+	failMsg   ErrorKind     // the call failed with this error
 	portErr   bool          // ... because no local port was free
 }
 
 func (m *model) startLoad() {
-	if m.s.Load == "open" {
+	if m.s.Load == LoadOpen {
 		m.scheduleOpenArrival()
 		return
 	}
@@ -93,7 +93,7 @@ func (m *model) scheduleOpenArrival() {
 	m.pending++
 	m.schedule(t+m.crttHalf, evArrive, -1, 0)
 	gap := 1 / m.s.Rate
-	if m.s.Arrival == "poisson" {
+	if m.s.Arrival == ArrivalPoisson {
 		gap = -math.Log(1-m.rng.Float64()) / m.s.Rate
 	}
 	m.nextOpen = t + time.Duration(gap*float64(time.Second))
@@ -154,7 +154,7 @@ func (m *model) finishRequest(ri int32) {
 	e := &m.ev
 	*e = Event{Kind: KindRequest, At: m.now + m.crttHalf, Req: r.id, Worker: int(w) + 1, Start: r.sent, Total: m.now + m.crttHalf - r.sent}
 	if r.failed {
-		e.Error = "a call failed"
+		e.Error = string(ErrorCallFailed)
 	}
 	m.emit(e)
 	m.inFlight--

@@ -14,15 +14,15 @@ const (
 	polUpstream               // nginx "keepalive N": an idle cache per worker, LRU beyond N
 )
 
-func policyOf(s string) policy {
-	switch s {
-	case "none":
+func policyOf(r Reuse) policy {
+	switch r {
+	case ReuseNone:
 		return polNone
-	case "process":
+	case ReuseProcess:
 		return polProcess
-	case "pool":
+	case ReusePool:
 		return polPool
-	case "upstream-keepalive":
+	case ReuseUpstreamKeepalive:
 		return polUpstream
 	}
 	return polRequest
@@ -118,10 +118,10 @@ func (m *model) workerOwner(w int32, idx uint8) int32 {
 	return o
 }
 
-// endCallScope ends the per-call handle of reuse = "none".
+// endCallScope ends the per-call handle of reuse = none.
 func (m *model) endCallScope(ri int32) {
 	if r := &m.reqs[ri]; m.policy == polNone && r.owner >= 0 {
-		m.dropOwner(r.owner, "end-of-call")
+		m.dropOwner(r.owner, ReasonEndOfCall)
 		r.owner = -1
 	}
 }
@@ -130,14 +130,14 @@ func (m *model) endCallScope(ri int32) {
 // the request and curl closes its connections (the client closes first).
 func (m *model) endRequestScope(ri int32) {
 	if r := &m.reqs[ri]; r.owner >= 0 {
-		m.dropOwner(r.owner, "end-of-request")
+		m.dropOwner(r.owner, ReasonEndOfRequest)
 		r.owner = -1
 	}
 }
 
 // dropOwner closes an owner's idle connections. Connections still in use
 // are closed when their call ends.
-func (m *model) dropOwner(o int32, reason string) {
+func (m *model) dropOwner(o int32, reason CloseReason) {
 	ow := &m.owners[o]
 	ow.alive = false
 	for _, ci := range ow.idle {
@@ -173,17 +173,17 @@ func (m *model) takeIdle(o int32) (ci int32, raced bool, seen time.Duration) {
 		case closing && m.now >= closeAt+m.half:
 			// The server's FIN arrived while the connection sat idle: the
 			// client finds it dead and drops it without a TIME_WAIT.
-			m.closeConn(ci, sideServer, "dead")
+			m.closeConn(ci, sideServer, ReasonDead)
 		case m.s.MaxIdleAge > 0 && m.now-c.lastUsed > m.s.MaxIdleAge:
-			m.closeConn(ci, sideClient, "max-idle-age")
+			m.closeConn(ci, sideClient, ReasonMaxIdleAge)
 		case m.s.MaxLifetime > 0 && m.now-c.created > m.s.MaxLifetime:
-			m.closeConn(ci, sideClient, "max-lifetime")
+			m.closeConn(ci, sideClient, ReasonMaxLifetime)
 		case closing && m.now+m.half >= closeAt:
 			// The request reaches the server after its idle timer fired.
 			if !c.srvClosed {
-				m.serverClose(ci, closeAt, "idle-timeout")
+				m.serverClose(ci, closeAt, ReasonIdleTimeout)
 			}
-			m.closeConn(ci, sideServer, "reset")
+			m.closeConn(ci, sideServer, ReasonReset)
 			return -1, true, closeAt + m.half
 		default:
 			c.state = connActive // a pending idle timer will find it busy
@@ -211,7 +211,7 @@ func (m *model) release(ci int32) {
 	o := c.owner
 	ow := &m.owners[o]
 	if !ow.alive {
-		m.closeConn(ci, sideClient, "end-of-request")
+		m.closeConn(ci, sideClient, ReasonEndOfRequest)
 		return
 	}
 	if ow.waiters.len() > 0 {
@@ -221,7 +221,7 @@ func (m *model) release(ci int32) {
 		return
 	}
 	if m.policy == polPool && m.s.PoolMaxIdle > 0 && len(ow.idle) >= m.s.PoolMaxIdle {
-		m.closeConn(ci, sideClient, "idle-full") // Go: errTooManyIdleHost closes the returning one
+		m.closeConn(ci, sideClient, ReasonIdleFull) // Go: errTooManyIdleHost closes the returning one
 		return
 	}
 	c.state = connIdle
@@ -241,7 +241,7 @@ func (m *model) release(ci int32) {
 		lru := ow.idle[0]
 		copy(ow.idle, ow.idle[1:])
 		ow.idle = ow.idle[:len(ow.idle)-1]
-		m.closeConn(lru, sideClient, "evict")
+		m.closeConn(lru, sideClient, ReasonEvict)
 	}
 }
 
@@ -268,7 +268,7 @@ func (m *model) serverIdle(ci, gen int32) {
 					break
 				}
 			}
-			m.closeConn(ci, sideServer, "dead")
+			m.closeConn(ci, sideServer, ReasonDead)
 		}
 		return
 	}
@@ -277,7 +277,7 @@ func (m *model) serverIdle(ci, gen int32) {
 		m.schedule(deadline, evServerIdle, ci, gen)
 		return
 	}
-	m.serverClose(ci, m.now, "idle-timeout")
+	m.serverClose(ci, m.now, ReasonIdleTimeout)
 	if m.policy == polPool || m.policy == polUpstream {
 		m.schedule(m.now+m.half, evServerIdle, ci, c.gen) // when the FIN arrives
 	}

@@ -18,11 +18,12 @@ const (
 	sideServer
 )
 
+// String is the side's name in events (Side).
 func (s side) String() string {
 	if s == sideServer {
-		return "server"
+		return string(SideServer)
 	}
-	return "client"
+	return string(SideClient)
 }
 
 // ports is the client's ephemeral port space towards the one destination of
@@ -73,7 +74,7 @@ func (m *model) allocPort() (int, bool) {
 	if m.twReuse && tw.len() > 0 && m.now-tw.peek().at >= TWReuseDelay {
 		e := tw.pop()
 		// Always emitted: the summary counts it (time_wait_reused).
-		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: "client", Reason: "reused"}
+		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: sideClient.String(), Reason: string(ReasonReused)}
 		m.emit(&m.ev)
 		return int(e.port), true
 	}
@@ -121,12 +122,12 @@ func (m *model) timeWaitEnd(_ int32, s int32) {
 
 // serverClose records the server closing connection ci first at time at:
 // the server holds the TIME_WAIT, the client's socket waits to be closed.
-func (m *model) serverClose(ci int32, at time.Duration, reason string) {
+func (m *model) serverClose(ci int32, at time.Duration, reason CloseReason) {
 	c := &m.conns[ci]
 	c.srvClosed, c.srvClosedAt = true, at
 	c.gen++
 	if m.socketEvents() {
-		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: "server", Reason: reason}
+		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: sideServer.String(), Reason: string(reason)}
 		m.emit(&m.ev)
 	}
 }
@@ -135,15 +136,15 @@ func (m *model) serverClose(ci int32, at time.Duration, reason string) {
 // TIME_WAIT and its port; if the server closed first (or closes now), the
 // server holds it, from when the client's FIN answers, and the client's
 // port is free at once. A request that reaches a server that has closed
-// (reason "reset") is answered with a reset, which ends the server's socket
+// (ReasonReset) is answered with a reset, which ends the server's socket
 // without a TIME_WAIT.
-func (m *model) closeConn(ci int32, first side, reason string) {
+func (m *model) closeConn(ci int32, first side, reason CloseReason) {
 	c := &m.conns[ci]
 	if first == sideServer {
 		if !c.srvClosed {
 			m.serverClose(ci, m.now, reason)
 		}
-		if reason != "reset" {
+		if reason != ReasonReset {
 			m.enterTimeWait(sideServer, m.now, 0)
 		}
 	}
@@ -152,7 +153,7 @@ func (m *model) closeConn(ci int32, first side, reason string) {
 	m.open--
 	if first == sideClient {
 		if m.socketEvents() {
-			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: "client", Reason: reason}
+			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: sideClient.String(), Reason: string(reason)}
 			m.emit(&m.ev)
 		}
 		m.enterTimeWait(sideClient, m.now, c.port)

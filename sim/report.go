@@ -174,11 +174,11 @@ const MaxListed = 1000
 // computed the same way. Socket gauges (TIME_WAIT, open connections) are
 // filled in by whoever observes them.
 type Collector struct {
-	s                                                   Summary
-	namelookup, connect, appconnect, starttransfer, tot Quantiles
-	response, newTotal, reusedTotal                     Quantiles
-	firstStart, lastEnd                                 time.Duration
-	started                                             bool
+	s                               Summary
+	phases                          [numCurlPhases]Quantiles // by CurlPhases
+	response, newTotal, reusedTotal Quantiles
+	firstStart, lastEnd             time.Duration
+	started                         bool
 }
 
 // Add records one event; kinds other than calls, requests, port errors,
@@ -209,11 +209,9 @@ func (c *Collector) Add(e *Event) {
 			c.s.NumConnects = append(c.s.NumConnects, e.NumConnects())
 		}
 		if e.Error == "" {
-			c.namelookup.Add(e.NameLookup)
-			c.connect.Add(e.Connect)
-			c.appconnect.Add(e.AppConnect)
-			c.starttransfer.Add(e.StartTransfer)
-			c.tot.Add(e.Total)
+			for i := range c.phases {
+				c.phases[i].Add(durationAt(e, curlOffsets[i]))
+			}
 			if e.NewConn {
 				c.newTotal.Add(e.Total)
 			} else {
@@ -262,11 +260,9 @@ func (c *Collector) Summary() Summary {
 	if s.ConnectsPerWorker == nil {
 		s.ConnectsPerWorker = []int{}
 	}
-	s.NameLookup = c.namelookup.Stat()
-	s.Connect = c.connect.Stat()
-	s.AppConnect = c.appconnect.Stat()
-	s.StartTransfer = c.starttransfer.Stat()
-	s.Total = c.tot.Stat()
+	for i := range c.phases {
+		*curlPhases[i].stat(&s) = c.phases[i].Stat()
+	}
 	s.Response = c.response.Stat()
 	s.NewConnTotal = c.newTotal.Stat()
 	s.ReusedTotal = c.reusedTotal.Stat()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,42 +21,42 @@ import (
 // all share one definition (see Params).
 type Scenario struct {
 	// Process model and load.
-	Mode            string        `key:"mode" enum:"web,cli" help:"web: requests arrive at long-lived worker processes (PHP-FPM, php -S); cli: every request is a fresh PHP CLI process, so nothing outlives it"`
+	Mode            Mode          `key:"mode" help:"web: requests arrive at long-lived worker processes (PHP-FPM, php -S); cli: every request is a fresh PHP CLI process, so nothing outlives it"`
 	Requests        int           `key:"requests" min:"0" max:"10000000" help:"web requests to send (0: until duration ends)"`
 	Duration        time.Duration `key:"duration" min:"0" max:"24h" help:"stop sending new requests after this time (0: until requests are sent)"`
-	Load            string        `key:"load" enum:"closed,open" help:"closed: concurrency users each wait for their answer (siege -c); open: requests arrive at a fixed rate whatever happens"`
+	Load            Load          `key:"load" help:"closed: concurrency users each wait for their answer (siege -c); open: requests arrive at a fixed rate whatever happens"`
 	Concurrency     int           `key:"concurrency" min:"1" max:"100000" help:"closed loop: simultaneous users"`
 	ThinkTime       time.Duration `key:"think_time" min:"0" max:"1h" help:"closed loop: pause of each user between an answer and its next request"`
 	PauseEvery      int           `key:"pause_every" min:"0" max:"10000000" help:"closed loop: after every N requests of a user, pause for 'pause' (0: never)"`
 	Pause           time.Duration `key:"pause" min:"0" max:"24h" help:"length of the pause taken every pause_every requests"`
 	Rate            float64       `key:"rate" min:"0" max:"1000000" unit:"req/s" help:"open loop: arrival rate"`
-	Arrival         string        `key:"arrival" enum:"uniform,poisson" help:"open loop: evenly spaced or Poisson arrivals"`
+	Arrival         Arrival       `key:"arrival" help:"open loop: evenly spaced or Poisson arrivals"`
 	Workers         int           `key:"workers" min:"1" max:"10000" help:"worker processes (PHP-FPM children, nginx workers); each owns its own pools"`
 	Threads         int           `key:"threads" min:"0" max:"100000" help:"requests one worker serves at once (1: PHP; 0: unlimited, event-driven like nginx)"`
-	Dispatch        string        `key:"dispatch" enum:"queue,round-robin,random" help:"queue: the worker idle longest takes the next request (a shared accept queue); round-robin; random"`
+	Dispatch        Dispatch      `key:"dispatch" help:"queue: the worker idle longest takes the next request (a shared accept queue); round-robin; random"`
 	MaxRequests     int           `key:"max_requests" min:"0" max:"10000000" help:"pm.max_requests: a worker is replaced after this many requests and its pools are dropped (0: never)"`
 	AppTime         time.Duration `key:"app_time" min:"0" max:"60s" help:"time a worker spends on a request besides its calls"`
 	CallsPerRequest int           `key:"calls_per_request" min:"0" max:"1000" help:"upstream calls each request makes, one after another"`
 	ClientRTT       time.Duration `key:"client_rtt" min:"0" max:"10s" help:"round trip between the load generator and the workers"`
 
 	// Reuse policy.
-	Reuse             string     `key:"reuse" enum:"none,request,process,pool,upstream-keepalive" help:"who keeps connections: none (one per call), request (curl_share_init or a reused handle), process (curl_share_init_persistent), pool (redis-py, Go Transport), upstream-keepalive (nginx keepalive N)"`
+	Reuse             Reuse      `key:"reuse" help:"who keeps connections: none (one per call), request (curl_share_init or a reused handle), process (curl_share_init_persistent), pool (redis-py, Go Transport), upstream-keepalive (nginx keepalive N)"`
 	ShareSets         [][]string `key:"share_sets" help:"CURL_LOCK_DATA_* sets given to the share handle, cycled over requests (dns, connect, ssl_session, psl)"`
 	PoolMax           int        `key:"pool_max" min:"0" max:"100000" help:"pool: most connections open at once (0: unlimited)"`
 	PoolMaxIdle       int        `key:"pool_max_idle" min:"0" max:"100000" help:"pool: most idle connections kept; a returned connection beyond it is closed (Go: MaxIdleConnsPerHost = 2; 0: unlimited)"`
-	PoolFull          string     `key:"pool_full" enum:"wait,error" help:"pool at pool_max: wait for a free connection (Go MaxConnsPerHost) or fail (redis-py ConnectionError)"`
+	PoolFull          PoolFull   `key:"pool_full" help:"pool at pool_max: wait for a free connection (Go MaxConnsPerHost) or fail (redis-py ConnectionError)"`
 	UpstreamKeepalive int        `key:"upstream_keepalive" min:"1" max:"100000" help:"nginx 'keepalive N': idle connections cached per worker; the least recently used beyond N are closed"`
-	Closer            string     `key:"closer" enum:"client,server" help:"side that closes first when a connection is not kept; that side holds TIME_WAIT"`
+	Closer            string     `key:"closer" enum:"Side" help:"side that closes first when a connection is not kept; that side holds TIME_WAIT"`
 
 	// Network and protocols.
 	RTT                time.Duration `key:"rtt" min:"0" max:"10s" help:"round-trip time between client and server"`
 	DNS                time.Duration `key:"dns" min:"0" max:"10s" help:"time of one DNS lookup that misses the cache"`
 	DNSCacheTimeout    time.Duration `key:"dns_cache_timeout" min:"0" max:"24h" help:"how long a resolved name is kept (curl: 60 s; 0: never cached)"`
-	TLS                string        `key:"tls" enum:"none,1.2,1.3" help:"TLS version (none: plain TCP)"`
+	TLS                string        `key:"tls" enum:"TLSVersion" help:"TLS version (none: plain TCP)"`
 	SetupRTTs          int           `key:"setup_rtts" min:"0" max:"10" help:"round trips a client spends on a new connection, after TLS, before its first request (go-redis v9 sends HELLO: 1; HTTP: 0)"`
 	TLSResume          bool          `key:"tls_resume" help:"resume a cached TLS session instead of a full handshake"`
 	EarlyData          bool          `key:"early_data" help:"TLS 1.3 0-RTT: send the request with a resumed handshake"`
-	Cert               string        `key:"cert" enum:"rsa2048,ecdsa-p256" help:"server certificate key: decides handshake CPU time"`
+	Cert               string        `key:"cert" enum:"Cert" help:"server certificate key: decides handshake CPU time"`
 	HandshakeCPU       time.Duration `key:"handshake_cpu" min:"0" max:"1s" help:"client and server CPU of a full TLS handshake (0: OpenSSL's speed for the cert, 0.85 ms for RSA-2048, 0.208 ms for P-256)"`
 	ResponseBytes      int           `key:"response_bytes" min:"0" max:"1000000000" unit:"B" help:"response size; beyond the initial window, slow start adds round trips"`
 	MSS                int           `key:"mss" min:"536" max:"65535" unit:"B" help:"TCP maximum segment size"`
@@ -116,26 +117,26 @@ func ParsePortRange(s string) (PortRange, error) {
 // and 1000 requests, Linux's port range, tcp_tw_reuse = 2 and initial window.
 func Default() Scenario {
 	return Scenario{
-		Mode:               "web",
+		Mode:               ModeWeb,
 		Requests:           10,
-		Load:               "closed",
+		Load:               LoadClosed,
 		Concurrency:        1,
-		Arrival:            "uniform",
+		Arrival:            ArrivalUniform,
 		Workers:            1,
 		Threads:            1,
-		Dispatch:           "queue",
+		Dispatch:           DispatchQueue,
 		CallsPerRequest:    1,
-		Reuse:              "request",
+		Reuse:              ReuseRequest,
 		ShareSets:          [][]string{{"dns", "connect", "ssl_session"}},
-		PoolFull:           "wait",
+		PoolFull:           PoolFullWait,
 		UpstreamKeepalive:  32,
-		Closer:             "client",
+		Closer:             string(SideClient),
 		RTT:                20 * time.Millisecond,
 		DNS:                10 * time.Millisecond,
 		DNSCacheTimeout:    60 * time.Second,
-		TLS:                "1.3",
+		TLS:                string(TLS13),
 		TLSResume:          true,
-		Cert:               "rsa2048",
+		Cert:               string(CertRSA2048),
 		ResponseBytes:      1000,
 		MSS:                1460,
 		InitCwnd:           10,
@@ -220,7 +221,11 @@ func init() {
 			p.Kind = "bool"
 		case f.Type.Kind() == reflect.String:
 			p.Kind = "enum"
-			p.Enum = strings.Split(f.Tag.Get("enum"), ",")
+			e, ok := enumFor(f)
+			if !ok {
+				panic("sim: scenario field " + f.Name + " has no vocabulary type")
+			}
+			p.Enum = append([]string(nil), e.values...)
 		default:
 			panic("sim: unsupported scenario field " + f.Name)
 		}
@@ -550,24 +555,34 @@ func editDistance(a, b string) int {
 }
 
 // Validate checks what single keys cannot: combinations, the PHP rules for
-// share option sets, and the size of the run. The error names the key.
+// share option sets, and the size of the run; and that each enum key holds
+// one of its words, which Set ensures but a Scenario built in Go may not.
+// The error names the key.
 func (s *Scenario) Validate() error {
+	v := reflect.ValueOf(s).Elem()
+	for i := range params {
+		p := &params[i]
+		if p.Kind == "enum" && !slices.Contains(p.Enum, v.Field(p.index).String()) {
+			// Set checks the words; a Scenario built in Go may hold any.
+			return paramErr(p.Key, "want one of %s, got %q", strings.Join(p.Enum, ", "), v.Field(p.index).String())
+		}
+	}
 	if s.Requests == 0 && s.Duration == 0 {
 		return paramErr("requests", "set requests or duration, or the run never ends")
 	}
-	if s.Load == "open" && s.Rate <= 0 {
+	if s.Load == LoadOpen && s.Rate <= 0 {
 		return paramErr("rate", "an open-loop load needs a rate above 0")
 	}
-	if s.Load == "open" && s.Requests == 0 && s.Rate*s.Duration.Seconds() > MaxRunRequests {
+	if s.Load == LoadOpen && s.Requests == 0 && s.Rate*s.Duration.Seconds() > MaxRunRequests {
 		return paramErr("duration", "rate × duration = %.0f requests, more than the limit of %d", s.Rate*s.Duration.Seconds(), MaxRunRequests)
 	}
-	if s.PauseEvery > 0 && s.Load == "open" {
+	if s.PauseEvery > 0 && s.Load == LoadOpen {
 		return paramErr("pause_every", "pauses apply to a closed loop (load = \"closed\")")
 	}
-	if s.EarlyData && s.TLS != "1.3" {
+	if s.EarlyData && TLSVersion(s.TLS) != TLS13 {
 		return paramErr("early_data", "0-RTT needs tls = \"1.3\"")
 	}
-	if s.Reuse == "pool" && s.PoolMax > 0 && s.PoolMaxIdle > s.PoolMax {
+	if s.Reuse == ReusePool && s.PoolMax > 0 && s.PoolMaxIdle > s.PoolMax {
 		return paramErr("pool_max_idle", "%d idle connections cannot exceed pool_max = %d", s.PoolMaxIdle, s.PoolMax)
 	}
 	if len(s.ShareSets) == 0 {
@@ -575,7 +590,7 @@ func (s *Scenario) Validate() error {
 	}
 	for i, set := range s.ShareSets {
 		if _, err := ShareMask(set); err != nil {
-			if s.Reuse == "process" || err.Cookie {
+			if s.Reuse == ReuseProcess || err.Cookie {
 				return &ParamError{Key: fmt.Sprintf("share_sets[%d]", i), Msg: err.Error()}
 			}
 		}
@@ -605,9 +620,8 @@ const (
 // ShareMask folds a set of CURL_LOCK_DATA_* names ("dns" or
 // "CURL_LOCK_DATA_DNS", any case) into its bitmask, with PHP 8.5's errors.
 func ShareMask(set []string) (uint8, *ShareError) {
-	const fn = "curl_share_init_persistent(): Argument #1 ($share_options)"
 	if len(set) == 0 {
-		return 0, &ShareError{Msg: "ValueError: " + fn + " must not be empty"}
+		return 0, &ShareError{Msg: string(ErrorShareEmpty)}
 	}
 	var m uint8
 	for _, name := range set {
@@ -621,9 +635,9 @@ func ShareMask(set []string) (uint8, *ShareError) {
 		case "psl":
 			m |= SharePSL
 		case "cookie":
-			return 0, &ShareError{Cookie: true, Msg: "ValueError: " + fn + " must not contain CURL_LOCK_DATA_COOKIE because sharing cookies across PHP requests is unsafe"}
+			return 0, &ShareError{Cookie: true, Msg: string(ErrorShareCookie)}
 		default:
-			return 0, &ShareError{Msg: fmt.Sprintf("ValueError: %s must contain only CURL_LOCK_DATA_* constants, got %q", fn, name)}
+			return 0, &ShareError{Msg: fmt.Sprintf("%s, got %q", ErrorShareOption, name)}
 		}
 	}
 	return m, nil

@@ -14,7 +14,7 @@ const (
 
 // handshake is the cost of one TLS handshake on a new connection.
 type handshake struct {
-	kind string        // "full", "resumed", "0-rtt"
+	kind Handshake
 	rtts int           // round trips before the request may be sent
 	cpu  time.Duration // client and server CPU on the critical path
 }
@@ -31,7 +31,7 @@ type handshake struct {
 // (RFC 5246, RFC 8446 §2.)
 func (m *model) tlsHandshake(haveSession bool) handshake {
 	sign, verify := rsa2048Sign, rsa2048Verify
-	if m.s.Cert == "ecdsa-p256" {
+	if Cert(m.s.Cert) == CertECDSAP256 {
 		sign, verify = p256Sign, p256Verify
 	}
 	full := sign + verify + 2*ecdhP256
@@ -40,15 +40,15 @@ func (m *model) tlsHandshake(haveSession bool) handshake {
 	}
 	resume := haveSession && m.s.TLSResume
 	switch {
-	case m.s.TLS == "1.2" && resume:
-		return handshake{"resumed", 1, 0}
-	case m.s.TLS == "1.2":
-		return handshake{"full", 2, full}
+	case TLSVersion(m.s.TLS) == TLS12 && resume:
+		return handshake{HandshakeResumed, 1, 0}
+	case TLSVersion(m.s.TLS) == TLS12:
+		return handshake{HandshakeFull, 2, full}
 	case resume && m.s.EarlyData:
-		return handshake{"0-rtt", 0, 2 * ecdhP256}
+		return handshake{Handshake0RTT, 0, 2 * ecdhP256}
 	case resume:
-		return handshake{"resumed", 1, 2 * ecdhP256}
+		return handshake{HandshakeResumed, 1, 2 * ecdhP256}
 	default:
-		return handshake{"full", 1, full}
+		return handshake{HandshakeFull, 1, full}
 	}
 }

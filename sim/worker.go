@@ -25,7 +25,7 @@ func (m *model) initWorkers() {
 	for i := range m.ws {
 		m.ws[i].owners = noOwners
 	}
-	if m.s.Threads > 0 && m.s.Dispatch == "queue" {
+	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
 		// Interleave so that a request goes to a worker with nothing to do
 		// before it goes to a second thread of a busy one.
 		for t := 0; t < m.s.Threads; t++ {
@@ -40,7 +40,7 @@ var noOwners = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 
 // dispatch hands an arrived request to a worker or queues it.
 func (m *model) dispatch(ri int32) {
-	if m.s.Threads > 0 && m.s.Dispatch == "queue" {
+	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
 		if m.freeSlots.len() > 0 {
 			w := m.freeSlots.pop()
 			m.ws[w].busy++
@@ -52,7 +52,7 @@ func (m *model) dispatch(ri int32) {
 	}
 	var w int32
 	switch m.s.Dispatch {
-	case "random":
+	case DispatchRandom:
 		w = int32(m.rng.IntN(len(m.ws)))
 	default: // round-robin, and queue with unlimited threads
 		w = int32(m.rr % len(m.ws))
@@ -74,10 +74,10 @@ func (m *model) workerDone(w int32) {
 	wk := &m.ws[w]
 	wk.busy--
 	wk.served++
-	if m.s.Mode == "cli" || (m.s.MaxRequests > 0 && wk.served >= m.s.MaxRequests) {
+	if m.s.Mode == ModeCLI || (m.s.MaxRequests > 0 && wk.served >= m.s.MaxRequests) {
 		m.recycleWorker(w)
 	}
-	if m.s.Threads > 0 && m.s.Dispatch == "queue" {
+	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
 		if m.waiting.len() > 0 {
 			wk.busy++
 			m.startRequest(m.waiting.pop(), w)
@@ -99,7 +99,7 @@ func (m *model) recycleWorker(w int32) {
 	for i, o := range wk.owners {
 		if o >= 0 {
 			wk.owners[i] = -1
-			m.dropOwner(o, "worker-exit")
+			m.dropOwner(o, ReasonWorkerExit)
 		}
 	}
 	wk.served = 0

@@ -267,18 +267,8 @@ func printLab(w io.Writer, l *lab.Lab, results []*lab.BlockResult, overridden bo
 		if any(func(s *sim.Summary) bool { return len(s.ConnectsPerWorker) > 1 }) {
 			row("connects per worker", func(s *sim.Summary) string { return listInts(s.ConnectsPerWorker, 8) })
 		}
-		phases := []struct {
-			name string
-			get  func(s *sim.Summary) sim.Stat
-		}{
-			{"namelookup_ms", func(s *sim.Summary) sim.Stat { return s.NameLookup }},
-			{"connect_ms", func(s *sim.Summary) sim.Stat { return s.Connect }},
-			{"appconnect_ms", func(s *sim.Summary) sim.Stat { return s.AppConnect }},
-			{"starttransfer_ms", func(s *sim.Summary) sim.Stat { return s.StartTransfer }},
-			{"total_ms", func(s *sim.Summary) sim.Stat { return s.Total }},
-		}
-		for _, p := range phases {
-			row(p.name+" p50", func(s *sim.Summary) string { return num(p.get(s).P50) })
+		for _, p := range sim.CurlPhases() {
+			row(p.JSON+" p50", func(s *sim.Summary) string { st, _ := p.Stat(s); return num(st.P50) })
 		}
 		row("total_ms p90 / p99", func(s *sim.Summary) string { return num(s.Total.P90) + " / " + num(s.Total.P99) })
 		if any(func(s *sim.Summary) bool { return s.Connects > 0 && s.Reused > 0 }) {

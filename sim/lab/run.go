@@ -275,17 +275,15 @@ func MetricsOf(v *VariantResult) map[string]any {
 	return out
 }
 
+// metricNames are the keys of a Summary (sim's schema) and of each Stat in
+// it ("total_ms.p50"), and "error".
 var metricNames = func() map[string]bool {
 	names := map[string]bool{"error": true}
-	raw, _ := json.Marshal(sim.Summary{})
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	for k, v := range m {
-		names[k] = true
-		if sub, ok := v.(map[string]any); ok {
-			for s := range sub {
-				names[k+"."+s] = true
-			}
+	types := sim.NewSchema().Types
+	for _, f := range types["Summary"] {
+		names[f.Name] = true
+		for _, sub := range types[f.Type] {
+			names[f.Name+"."+sub.Name] = true
 		}
 	}
 	return names

@@ -295,7 +295,7 @@ func checkLimits(s *sim.Scenario, mode string, lim Limits) *fieldError {
 		if s.Requests > lim.ModelRequests {
 			return &fieldError{"requests", fmt.Sprintf("requests: %d is more than a model run streams (at most %d)", s.Requests, lim.ModelRequests)}
 		}
-		if s.Requests == 0 && s.Load == "open" && s.Rate*s.Duration.Seconds() > float64(lim.ModelRequests) {
+		if s.Requests == 0 && s.Load == sim.LoadOpen && s.Rate*s.Duration.Seconds() > float64(lim.ModelRequests) {
 			return &fieldError{"duration", fmt.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", s.Rate*s.Duration.Seconds(), lim.ModelRequests)}
 		}
 		return nil
@@ -305,7 +305,7 @@ func checkLimits(s *sim.Scenario, mode string, lim Limits) *fieldError {
 		return &fieldError{"requests", fmt.Sprintf("requests: %d is too many for a real run (at most %d)", s.Requests, lim.RealRequests)}
 	case s.Duration > lim.RealDuration:
 		return &fieldError{"duration", fmt.Sprintf("duration: %s is too long for a real run (at most %s)", sim.FormatDuration(s.Duration), sim.FormatDuration(lim.RealDuration))}
-	case s.Requests == 0 && s.Load == "open" && s.Rate*s.Duration.Seconds() > float64(lim.RealRequests):
+	case s.Requests == 0 && s.Load == sim.LoadOpen && s.Rate*s.Duration.Seconds() > float64(lim.RealRequests):
 		return &fieldError{"rate", fmt.Sprintf("rate: rate × duration = %.0f requests, too many for a real run (at most %d)", s.Rate*s.Duration.Seconds(), lim.RealRequests)}
 	case s.RTT > lim.RealRTT:
 		return &fieldError{"rtt", fmt.Sprintf("rtt: %s is too long for a real run (at most %s)", sim.FormatDuration(s.RTT), sim.FormatDuration(lim.RealRTT))}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness"
+)
+
+func init() {
+	register(&command{
+		name:    "schema",
+		summary: "describe the scenario keys, the vocabulary, the phases and the JSON of events and results",
+		usage:   "[--json]",
+		example: `  sim schema           # the vocabulary and the phases, as tables
+  sim schema --json    # one document: what the site's TypeScript types are made from
+
+The document is sim.Schema (params, enums, phases, types) with one more
+entry in types: PhaseRow, a phase of a model-versus-measured comparison
+(sim validate --json, the live page's real runs).`,
+		run: schemaCmd,
+	})
+}
+
+// schema is the document `sim schema --json` prints: sim.NewSchema with the
+// comparison's row type.
+func schema() sim.Schema {
+	s := sim.NewSchema()
+	s.Types["PhaseRow"] = sim.JSONFields(reflect.TypeFor[harness.PhaseRow]())
+	return s
+}
+
+func schemaCmd(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := parse(find("schema"), env, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{"takes no arguments"}
+	}
+	s := schema()
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	w := env.Stdout
+	fmt.Fprintln(w, "vocabulary (sim params lists the scenario keys)")
+	names := make([]string, 0, len(s.Enums))
+	for n := range s.Enums {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for _, n := range names {
+		vals := s.Enums[n]
+		if slices.ContainsFunc(vals, func(v string) bool { return strings.Contains(v, " ") }) {
+			fmt.Fprintf(tw, "  %s\t%s\n", n, strings.Join(vals, "\n\t"))
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", n, strings.Join(vals, "  "))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nphases (cumulative from the start of a call)")
+	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  key\tcurl\tjson\tEvent\tSummary\tsetup\tsegment\tlabel\tcolour")
+	for _, p := range s.Phases {
+		setup := "-"
+		if p.Setup {
+			setup = "yes"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Key, dash(p.Curl), p.JSON, p.EventField, dash(p.SummaryField), setup, p.Segment, p.Label, p.Color)
+	}
+	tw.Flush()
+	types := make([]string, 0, len(s.Types))
+	for n := range s.Types {
+		types = append(types, n)
+	}
+	slices.Sort(types)
+	for _, n := range types {
+		fmt.Fprintf(w, "\n%s\n", n)
+		tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+		for _, f := range s.Types[n] {
+			typ := f.Type
+			if f.Enum != "" {
+				typ += " (" + f.Enum + ")"
+			}
+			if f.Nullable {
+				typ += " or null"
+			}
+			kinds := ""
+			if len(f.Kinds) > 0 {
+				kinds = "on " + strings.Join(f.Kinds, ", ")
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", f.Name, typ, f.Unit, kinds)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

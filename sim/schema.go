@@ -1,0 +1,152 @@
+package sim
+
+import (
+	"reflect"
+	"strings"
+)
+
+// Schema describes what the simulator reads and writes, for programs that
+// are not Go (the site's TypeScript types are to be generated from it); `sim
+// schema --json` prints it. Every part is derived from the Go definitions:
+// the scenario's struct tags, the vocabulary, the phase table and the JSON
+// tags of the result types. Its shape:
+//
+//	{
+//	  "params": [Param],          every scenario key, as sim params --json lists them,
+//	                              with "enum_type" naming the vocabulary type of an enum key
+//	  "enums":  {"Reuse": ["none", …], "Side": […], "Kind": […], …},
+//	                              every vocabulary type and its values, in order
+//	  "phases": [Phase],          a call's times in order (queue, then curl's five)
+//	  "types":  {"Event": [Field], "Summary": [Field], "Stat": [Field], "Sample": [Field], …}
+//	}
+//
+// A Field is {"name", "type", "unit", "enum", "nullable", "optional",
+// "kinds"}: type is integer, number, boolean, string, the name of another
+// entry of types, or one of these followed by "[]" for a list.
+type Schema struct {
+	Params []SchemaParam       `json:"params"`
+	Enums  map[string][]string `json:"enums"`
+	Phases []Phase             `json:"phases"`
+	Types  map[string][]Field  `json:"types"`
+}
+
+// SchemaParam is a Param with the vocabulary type of its values.
+type SchemaParam struct {
+	Param
+	EnumType string `json:"enum_type,omitempty"`
+}
+
+// A Field is one key of a JSON object the simulator writes.
+type Field struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Unit     string   `json:"unit,omitempty"`     // ms, s, req/s, % (a Stat is in the unit of the key that holds it)
+	Enum     string   `json:"enum,omitempty"`     // the vocabulary type of its values
+	Nullable bool     `json:"nullable,omitempty"` // may be null
+	Optional bool     `json:"optional,omitempty"` // may be left out, meaning zero
+	Kinds    []string `json:"kinds,omitempty"`    // events: the kinds that carry it (all when empty)
+}
+
+// NewSchema builds the schema of this version of the package.
+func NewSchema() Schema {
+	s := Schema{Enums: Enums(), Phases: Phases(), Types: map[string][]Field{}}
+	t := reflect.TypeFor[Scenario]()
+	for _, p := range Params() {
+		sp := SchemaParam{Param: p}
+		if p.Kind == "enum" {
+			e, _ := enumFor(t.Field(p.index))
+			sp.EnumType = e.name
+		}
+		s.Params = append(s.Params, sp)
+	}
+	s.Types["Event"] = append(JSONFields(reflect.TypeFor[Event]()), eventExtra...)
+	for _, v := range []any{Summary{}, Stat{}, Sample{}} {
+		t := reflect.TypeOf(v)
+		s.Types[t.Name()] = JSONFields(t)
+	}
+	return s
+}
+
+// JSONFields describes the JSON keys of struct type t from its fields' json
+// tags (and kinds and enum tags). A unit is read from the key's suffix:
+// _ms, _s, _rps or _pct; a time.Duration field's key must end in _ms.
+func JSONFields(t reflect.Type) []Field {
+	var out []Field
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			out = append(out, JSONFields(f.Type)...) // encoding/json lifts its fields
+			continue
+		}
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		fd := Field{Name: name, Optional: strings.Contains(f.Tag.Get("json"), ",omitempty")}
+		if k := f.Tag.Get("kinds"); k != "" {
+			fd.Kinds = strings.Split(k, ",")
+		}
+		switch {
+		case strings.HasSuffix(name, "_ms"):
+			fd.Unit = "ms"
+		case strings.HasSuffix(name, "_s"):
+			fd.Unit = "s"
+		case strings.HasSuffix(name, "_rps"):
+			fd.Unit = "req/s"
+		case strings.HasSuffix(name, "_pct"):
+			fd.Unit = "%"
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			fd.Nullable, ft = true, ft.Elem()
+		}
+		list := ""
+		if ft.Kind() == reflect.Slice {
+			list, ft = "[]", ft.Elem()
+		}
+		if e, ok := enumFor(reflect.StructField{Type: ft, Tag: f.Tag}); ok {
+			fd.Type, fd.Enum = "string", e.name
+		} else {
+			fd.Type = jsonType(ft)
+		}
+		if ft == durationType && fd.Unit != "ms" {
+			panic("sim: " + t.Name() + "." + f.Name + " is a duration: its JSON key must end in _ms")
+		}
+		fd.Type += list
+		out = append(out, fd)
+	}
+	return out
+}
+
+func jsonType(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "number"
+	case t.Kind() == reflect.Struct:
+		return t.Name()
+	case t.Kind() == reflect.Bool:
+		return "boolean"
+	case t.Kind() == reflect.String:
+		return "string"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "number"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "integer"
+	}
+	return t.Kind().String()
+}
+
+// jsonName is the key encoding/json writes for f ("" for none).
+func jsonName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return ""
+	}
+	if name, _, _ := strings.Cut(tag, ","); name != "" {
+		return name
+	}
+	return f.Name
+}
