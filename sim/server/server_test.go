@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -862,6 +863,86 @@ func TestStatic(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(buf[:n]), "make site") {
 		t.Errorf("no site: %d %q", resp.StatusCode, buf[:n])
+	}
+}
+
+// The site's files are the only ones served: a symbolic link that leads
+// out of the site is not followed (one within it is).
+func TestStaticSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "404.html"), []byte("<h1>lost</h1>"), 0o644)
+	os.WriteFile(filepath.Join(dir, "page.html"), []byte("page"), 0o644)
+	for link, target := range map[string]string{
+		"leak.txt":  filepath.Join(outside, "secret.txt"),
+		"out":       outside,
+		"rel.txt":   "../" + filepath.Base(outside) + "/secret.txt",
+		"same.html": "page.html",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newTestServer(t, Options{Public: dir})
+	for path, want := range map[string]string{
+		"/leak.txt":       "<h1>lost</h1>",
+		"/out/secret.txt": "<h1>lost</h1>",
+		"/out/":           "<h1>lost</h1>",
+		"/rel.txt":        "<h1>lost</h1>",
+		"/same.html":      "page",
+	} {
+		resp, err := http.Get(s.ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != want || strings.Contains(string(body), "secret") {
+			t.Errorf("%s: %d %q, want %q", path, resp.StatusCode, body, want)
+		}
+	}
+}
+
+// Range requests: one range is served (206); several get the whole file
+// (200), never a multipart reply bigger than the file; a suffix of zero
+// bytes is unsatisfiable (416).
+func TestStaticRange(t *testing.T) {
+	dir := t.TempDir()
+	page := strings.Repeat("0123456789", 400)
+	os.WriteFile(filepath.Join(dir, "page.html"), []byte(page), 0o644)
+	s := newTestServer(t, Options{Public: dir})
+	many := make([]string, 2000)
+	for i := range many {
+		many[i] = fmt.Sprintf("%d-%d", 2*i, 2*i) // 2,000 bytes of a 4,000-byte page
+	}
+	for _, tc := range []struct {
+		rng          string
+		code         int
+		body, crange string
+	}{
+		{"bytes=0-9", 206, page[:10], "bytes 0-9/4000"},
+		{"bytes=-5", 206, page[3995:], "bytes 3995-3999/4000"},
+		{"bytes=0-0,2-2", 200, page, ""},
+		{"bytes=" + strings.Join(many, ","), 200, page, ""},
+		{"bytes=-0", 416, "", "bytes */4000"},
+		{"bytes= -0", 416, "", "bytes */4000"},
+	} {
+		req, _ := http.NewRequest("GET", s.ts.URL+"/page.html", nil)
+		req.Header.Set("Range", tc.rng)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		short := tc.rng[:min(len(tc.rng), 30)]
+		if resp.StatusCode != tc.code || resp.Header.Get("Content-Range") != tc.crange {
+			t.Errorf("Range %s: %d %q, want %d %q", short, resp.StatusCode, resp.Header.Get("Content-Range"), tc.code, tc.crange)
+		}
+		if tc.code != 416 && string(body) != tc.body {
+			t.Errorf("Range %s: %d bytes, want %d", short, len(body), len(tc.body))
+		}
 	}
 }
 
