@@ -376,6 +376,3 @@ func serveParams(w http.ResponseWriter, r *http.Request) {
 	enc.SetIndent("", "  ")
 	enc.Encode(sim.Params())
 }
-
-// SameOrigin is web.SameOrigin, for class mode until it uses package web.
-func SameOrigin(r *http.Request) bool { return web.SameOrigin(r) }
