@@ -19,7 +19,7 @@ import (
 // state when it changes, at most every throttle.
 type conn struct {
 	s       *Server
-	ws      *web.Conn
+	ws      peer
 	teacher bool
 	lang    string
 	addr    string        // the remote address, without its port
@@ -34,6 +34,16 @@ type conn struct {
 	joinTry  int
 	joinWait *time.Timer // closes a student connection that does not join
 	watch    string      // teachers: the lab shown (guarded by s.mu)
+}
+
+// peer is what a conn needs of its web.Conn: queueing replies and ending
+// the connection (the protocol's fuzz test stands in for it).
+type peer interface {
+	Send(data []byte) bool
+	Finish(cause error)
+	Queued() int
+	Taken() <-chan struct{}
+	Context() context.Context
 }
 
 // Timings of the class's connections.

@@ -75,10 +75,37 @@ func (c *client) handle(data []byte) {
 	}
 }
 
-// newRun checks a run request: every refusal names its field. The run is
-// registered on the client but not started.
+// newRun checks a run request (plan) and registers the run on the client,
+// not started.
 func (c *client) newRun(m *inMsg) (*run, error) {
+	r, err := c.s.plan(m)
+	if err != nil {
+		return nil, err
+	}
 	lim := c.s.limits
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	r.c, r.ctx, r.cancel = c, ctx, cancel
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.runs[m.ID] != nil:
+		cancel(nil)
+		return nil, &fieldError{"id", fmt.Sprintf("a run with id %q is already in flight", m.ID)}
+	case len(c.runs) >= lim.RunsPerSocket:
+		cancel(nil)
+		return nil, &fieldError{"", fmt.Sprintf("at most %d runs in flight per socket: wait for one to finish or cancel it", lim.RunsPerSocket)}
+	case !c.s.track(1):
+		cancel(nil)
+		return nil, errors.New("the server is stopping")
+	}
+	c.runs[m.ID] = r
+	return r, nil
+}
+
+// plan checks a run request against the pages and the limits: every
+// refusal names its field. The run it returns has no client yet.
+func (s *Server) plan(m *inMsg) (*run, error) {
+	lim := s.limits
 	if m.ID == "" {
 		return nil, &fieldError{"id", "a run needs an id (any string up to 64 bytes)"}
 	}
@@ -92,7 +119,7 @@ func (c *client) newRun(m *inMsg) (*run, error) {
 	if m.Lab == "" {
 		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}
 	}
-	page, err := c.s.pages.lookup(m.Lab)
+	page, err := s.pages.lookup(m.Lab)
 	if err != nil {
 		return nil, &fieldError{"lab", err.Error()}
 	}
@@ -147,34 +174,17 @@ func (c *client) newRun(m *inMsg) (*run, error) {
 			return nil, err
 		}
 	}
-	if mode == "real" && c.s.opt.Real == nil {
+	if mode == "real" && s.opt.Real == nil {
 		return nil, &fieldError{"mode", "real runs are not available in this build of sim serve; model runs are"}
 	}
 	seed := uint64(1) // sim run's default, so the numbers match `sim run --json`
 	if m.Seed != nil {
 		seed = *m.Seed
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	r := &run{
-		c: c, id: m.ID, mode: mode, page: page, block: b, sub: sub, set: set, seed: seed,
+	return &run{
+		id: m.ID, mode: mode, page: page, block: b, sub: sub, set: set, seed: seed,
 		checked: mode == "model" && len(set) == 0 && len(sub.Variants) == len(b.Variants),
-		ctx:     ctx, cancel: cancel,
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.runs[m.ID] != nil:
-		cancel(nil)
-		return nil, &fieldError{"id", fmt.Sprintf("a run with id %q is already in flight", m.ID)}
-	case len(c.runs) >= lim.RunsPerSocket:
-		cancel(nil)
-		return nil, &fieldError{"", fmt.Sprintf("at most %d runs in flight per socket: wait for one to finish or cancel it", lim.RunsPerSocket)}
-	case !c.s.track(1):
-		cancel(nil)
-		return nil, errors.New("the server is stopping")
-	}
-	c.runs[m.ID] = r
-	return r, nil
+	}, nil
 }
 
 func variantIndex(b *lab.Block, v *lab.Variant) int {
