@@ -63,7 +63,9 @@ type Server struct {
 	conns    map[*conn]bool
 	teachers map[*conn]bool
 	addrs    map[string]*addrUse
-	version  uint64 // bumped on every change the teachers see
+	// seats taken by connections, from before their upgrade to their end
+	teacherSeats, studentSeats int
+	version                    uint64 // bumped on every change the teachers see
 }
 
 // addrUse is what one remote address holds and has tried.

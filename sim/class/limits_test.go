@@ -180,8 +180,13 @@ func TestJoinLimits(t *testing.T) {
 	}
 	// Connections per address: two students' and three idle ones fill
 	// five; the sixth upgrade is refused.
-	for deadline := time.Now().Add(5 * time.Second); cs.Conns() != 2 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond) // the closed connection leaves
+	seats := func() int {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		return cs.studentSeats
+	}
+	for deadline := time.Now().Add(5 * time.Second); seats() != 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the closed connection leaves its seat
 	}
 	var idle []*websocket.Conn
 	for range 3 {

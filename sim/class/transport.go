@@ -79,23 +79,41 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		teacher = true
 	}
 	addr := remoteHost(r)
+	// A seat is taken before the upgrade, so upgrades at once cannot
+	// pass the limits together.
 	s.mu.Lock()
 	var refuse string
 	switch {
 	case s.closed:
 		refuse = "the class has ended"
-	case teacher && len(s.teachers) >= s.lim.MaxTeachers:
+	case teacher && s.teacherSeats >= s.lim.MaxTeachers:
 		refuse = "too many teacher pages are open"
-	case !teacher && len(s.conns)-len(s.teachers) >= s.lim.MaxConns:
+	case !teacher && s.studentSeats >= s.lim.MaxConns:
 		refuse = "the class has too many connections"
 	case !teacher && s.addrs[addr] != nil && s.addrs[addr].conns >= s.lim.ConnsPerAddress:
 		refuse = fmt.Sprintf("too many connections from your address (at most %d)", s.lim.ConnsPerAddress)
+	case teacher:
+		s.teacherSeats++
+	default:
+		s.studentSeats++
+		s.addrUseLocked(addr).conns++
 	}
 	s.mu.Unlock()
 	if refuse != "" {
 		http.Error(w, refuse, http.StatusServiceUnavailable)
 		return
 	}
+	defer func() {
+		s.mu.Lock()
+		if teacher {
+			s.teacherSeats--
+		} else {
+			s.studentSeats--
+			s.addrUseLocked(addr).conns--
+			s.tidyAddrLocked(addr)
+		}
+		s.mu.Unlock()
+	}()
 	ws, err := web.Accept(w, r, web.ConnOptions{
 		Limits: web.ConnLimits{MessageBytes: int(s.lim.MaxMessage), HardMessageBytes: s.lim.MaxMessage,
 			PingPeriod: pingPeriod, PongWait: pongWait},
@@ -123,8 +141,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.conns[c] = true
 	if teacher {
 		s.teachers[c] = true
-	} else {
-		s.addrUseLocked(addr).conns++
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -152,10 +168,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	delete(s.teachers, c)
-	if !teacher {
-		s.addrUseLocked(addr).conns--
-		s.tidyAddrLocked(addr)
-	}
 	s.mu.Unlock()
 	s.touch()
 }
