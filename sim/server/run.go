@@ -274,6 +274,8 @@ func checkLimits(s *sim.Scenario, mode string, lim Limits) *fieldError {
 // exec runs r to its end and reports it; it is the run's goroutine.
 func (r *run) exec() {
 	defer r.c.s.wg.Done()
+	r.c.s.runs.Add(1)
+	defer r.c.s.runs.Add(-1)
 	defer func() {
 		r.cancel(nil)
 		r.c.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/connlab/connlab/sim"
@@ -192,6 +193,8 @@ type Server struct {
 	once    sync.Once
 	closed  chan struct{} // closed when wg is done, after Close
 
+	clients, runs atomic.Int64 // open sockets and runs in flight (/api/status)
+
 	// runEnded, when set (by tests), sees how each run ended: nil when it
 	// finished, else the error that stopped it.
 	runEnded func(id string, err error)
@@ -221,6 +224,7 @@ func New(opt Options) *Server {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.serveWS)
 	s.mux.HandleFunc("GET /api/params", serveParams)
+	s.mux.HandleFunc("GET /api/status", s.serveStatus)
 	if opt.Public != "" {
 		s.mux.Handle("/", staticHandler(opt.Public))
 	}
@@ -336,6 +340,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.wg.Done()
+	s.clients.Add(1)
+	defer s.clients.Add(-1)
 	c := newClient(s, conn)
 	if !s.hub.join(c) {
 		conn.Close(web.ErrServerClosing)
@@ -367,6 +373,20 @@ func (s *Server) track(n int) bool {
 	}
 	s.wg.Add(n)
 	return true
+}
+
+// Status is what GET /api/status answers: what the server holds now, for
+// a soak test or an operator to see that it returns to rest.
+type Status struct {
+	Clients    int64 `json:"clients"`    // open /ws sockets
+	Runs       int64 `json:"runs"`       // runs in flight, queued ones included
+	Goroutines int   `json:"goroutines"` // of the whole process
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(Status{Clients: s.clients.Load(), Runs: s.runs.Load(), Goroutines: runtime.NumGoroutine()})
 }
 
 func serveParams(w http.ResponseWriter, r *http.Request) {

@@ -866,6 +866,48 @@ func TestStatic(t *testing.T) {
 	}
 }
 
+// /api/status counts the open sockets and runs in flight.
+func TestStatus(t *testing.T) {
+	release := make(chan struct{})
+	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, ctx.Err()
+	}})
+	status := func() Status {
+		resp, err := http.Get(s.ts.URL + "/api/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st Status
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := status(); st.Clients != 0 || st.Runs != 0 || st.Goroutines <= 0 {
+		t.Errorf("at rest: %+v", st)
+	}
+	c := s.dial(t)
+	send(t, c, runReq{Type: "run", ID: "r", Lab: "php-persistent-share", Block: "across-requests", Mode: "real"})
+	until(t, c, "r", "started")
+	if st := status(); st.Clients != 1 || st.Runs != 1 {
+		t.Errorf("one socket, one run: %+v", st)
+	}
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for st := status(); st.Clients != 0 || st.Runs != 0; st = status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the socket closed: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+}
+
 // The site's files are the only ones served: a symbolic link that leads
 // out of the site is not followed (one within it is).
 func TestStaticSymlinks(t *testing.T) {
