@@ -115,3 +115,37 @@ func TestSilentClientsDoNotDelayOthers(t *testing.T) {
 		t.Errorf("%d model slots held by clients that do not read", n)
 	}
 }
+
+// A socket may send MessageBurst messages at once and MessageRate a second
+// after that; the others are refused (an error for the first and every
+// tenth), and after Strikes refusals the socket is closed.
+func TestMessageRate(t *testing.T) {
+	s := newTestServer(t, Options{Limits: Limits{MessageRate: 1, MessageBurst: 5, Strikes: 30}})
+	c := s.dial(t)
+	for range 40 {
+		send(t, c, `{"type":"cancel","id":"x"}`)
+	}
+	var answered, refused int
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		var m msg
+		if err := c.ReadJSON(&m); err != nil {
+			if strings.Contains(err.Error(), "timeout") {
+				t.Fatal("the socket stayed open")
+			}
+			break
+		}
+		switch {
+		case strings.Contains(m.Message, "no run with id"):
+			answered++
+		case strings.Contains(m.Message, "too many messages"):
+			refused++
+		case strings.Contains(m.Message, "too many refused messages"):
+		default:
+			t.Errorf("unexpected %+v", m)
+		}
+	}
+	if answered < 5 || answered > 6 || refused != 3 { // refusals 1, 11 and 21 are told; the 30th closes
+		t.Errorf("%d answered, %d refusals told", answered, refused)
+	}
+}
