@@ -18,8 +18,8 @@ import (
 // against the connection's bounded queue, a real run's event batches give
 // way first (oldest dropped, a `dropped` message tells the page), and a
 // page that does not take its other replies is dropped. A model run never
-// drops: it pauses while its page has ModelQueue bytes unread (giving up
-// its model slot when the page takes nothing for StallWait).
+// drops: it pauses while its page has ModelQueue bytes unread, without
+// its model slot (waitRoom).
 type client struct {
 	s    *Server
 	conn *web.Conn
