@@ -72,10 +72,13 @@ vet:
 
 # The real-server tests measure time on loopback, so they run last and
 # alone: browsers and builds on the same two cores would slow them down.
-REALPKG := ./sim/harness
+# The soak test (sim/soak: 1,000 model runs and 100 real validations
+# through one sim serve) runs there too, after them (-p 1), gated by
+# CONNLAB_SOAK=1.
+REALPKG := ./sim/harness ./sim/soak
 test: vet
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/sim/harness$$')
-	$(GO) test -race -count=1 -timeout 20m $(REALPKG)
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/sim/harness$$' -e '/sim/soak$$')
+	CONNLAB_SOAK=1 $(GO) test -race -count=1 -timeout 20m -p 1 $(REALPKG)
 
 # BenchmarkLabBlocks and BenchmarkLabVariants (sim/lab) show the time per
 # block and per variant staying flat from 10 to 1,000.

@@ -212,7 +212,7 @@ func (m *model) run(ctx context.Context) error {
 		}
 		m.now = it.at
 		m.processed++
-		if m.processed&0xffff == 0 {
+		if m.processed&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

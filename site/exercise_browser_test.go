@@ -220,15 +220,22 @@ func TestBrowserExercises(t *testing.T) {
 	}
 }
 
-// Class mode in the browser: the student joins with a name, sends a
-// prediction, sees nothing until the teacher reveals, then sees the answer,
-// their own result and the run.
+// Class mode in the browser: the student follows the teacher's link with
+// the join code, joins with a name on a lab page, sends a prediction, sees
+// nothing until the teacher reveals, then sees the answer, their own result
+// and the run.
 func TestBrowserClass(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
-	base, out := serve(t, s, "--class", "--class-token", "teacher-token", "--class-seed", "7")
-	if !strings.Contains(out.String(), "/class/teacher?token=teacher-token") {
-		t.Errorf("sim serve --class does not print the teacher's page: %s", out)
+	base, out := serve(t, s, "--class", "--class-token", "teacher-token", "--class-seed", "7", "--class-code", "CLASS-1")
+	if !strings.Contains(out.String(), "/class/teacher?token=teacher-token") || !strings.Contains(out.String(), "/class/?code=CLASS1") {
+		t.Errorf("sim serve --class does not print the teacher's page and the students' link: %s", out)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/class/?code=class-1")); err != nil {
+		t.Fatal(err)
+	}
+	if state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("code-state").dataset.state`)); state != "ok" {
+		t.Fatalf("the students' link: code state %q", state)
 	}
 	openLab(t, ctx, base+"/labs/php-persistent-share/")
 	if err := chromedp.Do(ctx,
@@ -334,6 +341,9 @@ func TestBrowserClass(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('section.ex[data-exercise="warm-call"] .answer')`,
 		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Errorf("the teacher's page: %v", err)
+	}
+	if code, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("code").textContent + " " + document.querySelectorAll(".names .student button.remove").length`)); code != "CLASS1 1" {
+		t.Errorf("the teacher's page shows code and remove buttons %q, want \"CLASS1 1\"", code)
 	}
 	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
 		os.MkdirAll(filepath.Join(s.root, "artifacts", "browser"), 0o755)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/sim/web"
 	"github.com/gorilla/websocket"
 )
 
@@ -112,13 +113,19 @@ func TestNumberHistogram(t *testing.T) {
 // testClass starts a class on the labs' exercises behind an httptest server.
 func testClass(t *testing.T, opt Options) (*Server, *httptest.Server) {
 	t.Helper()
-	cat, err := LoadCatalog([]string{"../../labs"})
+	cat, err := LoadCatalog(web.NewIndex([]string{"../../labs"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt.Catalog = cat
 	if opt.Token == "" {
 		opt.Token = "teacher-secret"
+	}
+	if opt.Code == "" {
+		opt.Code = testCode
+	}
+	if opt.Limits.PerAddress == 0 {
+		opt.Limits.PerAddress = 1000 // every test student comes from 127.0.0.1
 	}
 	cs, err := New(opt)
 	if err != nil {
@@ -163,6 +170,9 @@ func read(t *testing.T, c *websocket.Conn, types ...string) map[string]any {
 
 const php = "php-persistent-share"
 
+// testCode is the join code of the test classes.
+const testCode = "TEST-CODE"
+
 // TestClassOfFifty: fifty students join over WebSocket and send their
 // predictions; the teacher's histograms count exactly what was sent, and
 // hide the answers until the teacher reveals; a student who tries to
@@ -197,7 +207,7 @@ func TestClassOfFifty(t *testing.T) {
 		go func(i int, c *websocket.Conn) {
 			defer wg.Done()
 			name := fmt.Sprintf("  student\u202e %d ", i)
-			c.WriteJSON(map[string]any{"type": "join", "name": name})
+			c.WriteJSON(map[string]any{"type": "join", "code": testCode, "name": name})
 			var joined map[string]any
 			if err := c.ReadJSON(&joined); err != nil || joined["type"] != "joined" || joined["name"] != fmt.Sprintf("student %d", i) {
 				errs <- fmt.Errorf("student %d: join: %v %v", i, joined, err)
@@ -296,7 +306,7 @@ func TestClassOfFifty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra.WriteJSON(map[string]any{"type": "join", "name": "late"})
+	extra.WriteJSON(map[string]any{"type": "join", "code": testCode, "name": "late"})
 	if m := read(t, extra, "error", "joined"); m["type"] != "error" || !strings.Contains(m["message"].(string), "class is full") {
 		t.Errorf("51st student: %v", m)
 	}
@@ -375,8 +385,10 @@ func TestClassRefuses(t *testing.T) {
 		{`{"type":"join","name":"   "}`, "name", "display name"},
 		{`not json`, "", "not a JSON message"},
 		{`{"type":"frobnicate"}`, "type", "unknown message type"},
-		{`{"type":"join","name":"Ann"}`, "", ""},
-		{`{"type":"join","name":"Ann"}`, "type", "already joined"},
+		{`{"type":"join","name":"Ann"}`, "code", "needs its join code"},
+		{`{"type":"join","name":"Ann","code":"nope-nope"}`, "code", "wrong join code"},
+		{`{"type":"join","name":"Ann","code":"test code"}`, "", ""},
+		{`{"type":"join","name":"Ann","code":"TESTCODE"}`, "type", "already joined"},
 		{`{"type":"answer","lab":"nope","exercise":"warm-call","value":"1"}`, "lab", `no lab "nope"`},
 		{`{"type":"answer","lab":"` + php + `","exercise":"nope","value":"1"}`, "exercise", `no exercise "nope"`},
 		{`{"type":"answer","lab":"` + php + `","exercise":"warm-call","value":"fast"}`, "value", "want a number (in ms)"},
@@ -440,7 +452,7 @@ func TestPerStudentSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.WriteJSON(map[string]any{"type": "join", "name": "same name"})
+		c.WriteJSON(map[string]any{"type": "join", "code": testCode, "name": "same name"})
 		j := read(t, c, "joined")
 		if i > 0 && j["name"] != fmt.Sprintf("same name %d", i+1) {
 			t.Errorf("duplicate name became %v", j["name"])
@@ -469,7 +481,7 @@ func TestPerStudentSeeds(t *testing.T) {
 	// Reconnecting with the token keeps the student and their answer.
 	again, _, _ := dial(t, hs, "", nil)
 	defer again.Close()
-	again.WriteJSON(map[string]any{"type": "join", "name": "ignored", "token": all[0].token})
+	again.WriteJSON(map[string]any{"type": "join", "code": testCode, "name": "ignored", "token": all[0].token})
 	j := read(t, again, "joined")
 	if uint64(j["seed"].(float64)) != all[0].seed || j["name"] != "same name" || len(j["answered"].([]any)) != 1 {
 		t.Errorf("rejoin: %v", j)
@@ -507,11 +519,11 @@ func TestPerStudentSeeds(t *testing.T) {
 // TestStopsWithTheServer: when `sim serve` shuts down, its base context
 // ends, and every class connection closes without Close being called.
 func TestStopsWithTheServer(t *testing.T) {
-	cat, err := LoadCatalog([]string{"../../labs"})
+	cat, err := LoadCatalog(web.NewIndex([]string{"../../labs"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := New(Options{Catalog: cat, Token: "tok"})
+	cs, err := New(Options{Catalog: cat, Token: "tok", Code: testCode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +544,7 @@ func TestStopsWithTheServer(t *testing.T) {
 		defer c.Close()
 		conns = append(conns, c)
 	}
-	conns[0].WriteJSON(map[string]any{"type": "join", "name": "a"})
+	conns[0].WriteJSON(map[string]any{"type": "join", "code": testCode, "name": "a"})
 	read(t, conns[0], "joined")
 	if cs.Conns() != 3 {
 		t.Fatalf("%d connections", cs.Conns())

@@ -5,16 +5,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"sort"
-	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// Limits bound what one class may hold and what one connection may send.
+// Limits bound what one class may hold and what one connection or one
+// remote address may do.
 type Limits struct {
 	MaxStudents int     // students who may join (default 300)
 	MaxName     int     // runes in a display name (default 32)
@@ -27,11 +27,18 @@ type Limits struct {
 	MaxConns    int     // student connections open at once (default 2 × MaxStudents)
 	Bins        int     // histogram bins of a number (default 10)
 	Texts       int     // explain answers shown per exercise (default 40)
+
+	PerAddress      int           // students who may join from one remote address (default 4)
+	ConnsPerAddress int           // student connections open from one address (default 4 × PerAddress)
+	JoinTries       int           // join messages one connection may send (default 5)
+	WrongCodes      int           // wrong join codes one address may try a minute (default 10)
+	JoinWait        time.Duration // a student connection that has not joined by then is closed (default 30 s)
 }
 
 // DefaultLimits are the limits of a class of 300.
 var DefaultLimits = Limits{MaxStudents: 300, MaxName: 32, MaxText: 1000, MaxMessage: 4096, Rate: 5, Burst: 20,
-	Strikes: 50, MaxTeachers: 8, Bins: 10, Texts: 40}
+	Strikes: 50, MaxTeachers: 8, Bins: 10, Texts: 40,
+	PerAddress: 4, JoinTries: 5, WrongCodes: 10, JoinWait: 30 * time.Second}
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -65,9 +72,25 @@ func (l Limits) withDefaults() Limits {
 	if l.Texts > 0 {
 		d.Texts = l.Texts
 	}
+	if l.PerAddress > 0 {
+		d.PerAddress = l.PerAddress
+	}
+	if l.JoinTries > 0 {
+		d.JoinTries = l.JoinTries
+	}
+	if l.WrongCodes > 0 {
+		d.WrongCodes = l.WrongCodes
+	}
+	if l.JoinWait > 0 {
+		d.JoinWait = l.JoinWait
+	}
 	d.MaxConns = l.MaxConns
 	if d.MaxConns <= 0 {
 		d.MaxConns = 2 * d.MaxStudents
+	}
+	d.ConnsPerAddress = l.ConnsPerAddress
+	if d.ConnsPerAddress <= 0 {
+		d.ConnsPerAddress = 4 * d.PerAddress
 	}
 	return d
 }
@@ -131,6 +154,7 @@ type answer struct {
 type student struct {
 	name    string
 	token   string
+	addr    string // the remote address it joined from
 	seed    uint64
 	answers map[exKey]answer
 }
@@ -148,99 +172,43 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Histogram is what the teacher's page draws for one exercise.
-type Histogram struct {
-	Kind  string `json:"kind"`
-	Count int    `json:"count"` // students who answered
-	// Numbers: Edges has one more element than Counts; bin i holds values
-	// v with Edges[i] <= v < Edges[i+1] (the last bin includes its upper
-	// edge). Below and Above count values outside the edges. Relative: the
-	// values are each student's prediction as a percentage of their own
-	// answer (per-student seeds).
-	Edges    []float64 `json:"edges,omitempty"`
-	Counts   []int     `json:"counts"`
-	Below    int       `json:"below,omitempty"`
-	Above    int       `json:"above,omitempty"`
-	Relative bool      `json:"relative,omitempty"`
-	Unit     string    `json:"unit,omitempty"`
-	// Choices: Labels in the lab's order, Counts per label.
-	Labels []string `json:"labels,omitempty"`
-	// Explain: the latest answers, anonymous, at most Limits.Texts.
-	Texts []string `json:"texts,omitempty"`
-	More  int      `json:"more,omitempty"`
+// codeAlphabet has no letters or digits that read alike (0 O, 1 I L, 5 S,
+// 2 Z, 8 B), so a code copied from a projected page is typed right.
+const codeAlphabet = "ACDEFGHJKMNPQRTUVWXY345679"
+
+// CodeLen is the length of a random join code.
+const CodeLen = 6
+
+// NewCode picks a random join code of CodeLen letters and digits.
+func NewCode() string {
+	b := make([]byte, CodeLen)
+	rand.Read(b)
+	for i := range b {
+		b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)]
+	}
+	return string(b)
 }
 
-// NumberHistogram bins values into at most bins bins of a round width.
-// With 8 values or more, values far outside the others (beyond three
-// interquartile ranges of the quartiles) are counted as Below and Above
-// instead, so one absurd guess cannot squash everyone else's into one bar.
-func NumberHistogram(values []float64, bins int) Histogram {
-	h := Histogram{Kind: "number", Count: len(values), Counts: []int{}}
-	if len(values) == 0 {
-		return h
-	}
-	sorted := append([]float64(nil), values...)
-	sort.Float64s(sorted)
-	lo, hi := sorted[0], sorted[len(sorted)-1]
-	if n := len(sorted); n >= 8 {
-		q1, q3, med := sorted[n/4], sorted[(3*n)/4], sorted[n/2]
-		w := 3 * (q3 - q1)
-		if w == 0 {
-			w = math.Max(math.Abs(med), 1)
-		}
-		i := sort.SearchFloat64s(sorted, q1-w)                            // first value >= q1 - w
-		j := sort.Search(n, func(k int) bool { return sorted[k] > q3+w }) // first value > q3 + w
-		lo, hi = sorted[i], sorted[j-1]
-	}
-	if lo == hi {
-		h.Edges = []float64{lo, hi}
-	} else {
-		step := niceStep((hi - lo) / float64(bins))
-		start := math.Floor(lo/step) * step
-		n := int(math.Floor((hi-start)/step)) + 1
-		n = min(max(n, 1), bins+1)
-		for i := 0; i <= n; i++ {
-			h.Edges = append(h.Edges, roundTo(start+float64(i)*step, step))
-		}
-		if h.Edges[len(h.Edges)-1] < hi {
-			h.Edges[len(h.Edges)-1] = hi
-		}
-	}
-	h.Counts = make([]int, len(h.Edges)-1)
-	last := h.Edges[len(h.Edges)-1]
-	for _, v := range values {
+// NormalizeCode reads a join code as a student may type it: case,
+// spaces and dashes do not matter. A code is 4 to 16 letters and digits.
+func NormalizeCode(s string) (string, error) {
+	var b strings.Builder
+	for _, r := range s {
 		switch {
-		case v < h.Edges[0]:
-			h.Below++
-		case v > last:
-			h.Above++
+		case r == ' ' || r == '-':
+		case r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			b.WriteRune(unicode.ToUpper(r))
 		default:
-			// the last edge at or below v; the top edge belongs to the last bin
-			i := sort.Search(len(h.Edges), func(i int) bool { return h.Edges[i] > v }) - 1
-			h.Counts[min(i, len(h.Counts)-1)]++
+			return "", fmt.Errorf("a join code has letters and digits only")
+		}
+		if b.Len() > 16 {
+			return "", fmt.Errorf("a join code has at most 16 letters and digits")
 		}
 	}
-	return h
-}
-
-// niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.
-func niceStep(x float64) float64 {
-	if x <= 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-		return 1
+	if b.Len() < 4 {
+		return "", fmt.Errorf("a join code has at least 4 letters and digits")
 	}
-	p := math.Pow(10, math.Floor(math.Log10(x)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*p >= x*(1-1e-12) {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func roundTo(v, step float64) float64 {
-	dec := max(0, -int(math.Floor(math.Log10(step)))+2)
-	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', dec, 64), 64)
-	return f
+	return b.String(), nil
 }
 
 // relative is a prediction as a percentage of the right answer, kept within

@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/connlab/connlab/sim/class"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -39,7 +37,6 @@ see the answer, skip to move on. --answers-from reads "id = answer" lines
 status is then 1 unless every number and choice was answered right.`,
 		run: exerciseCmd,
 	})
-	serveExtensions = append(serveExtensions, classExtension())
 }
 
 // KeyOutput is what `sim exercise --key --json` prints.
@@ -554,64 +551,5 @@ func printKey(w io.Writer, l *lab.Lab, lang string, seed uint64, ins []*lab.Inst
 		if in.Explain != "" {
 			fmt.Fprintf(w, "   %s\n", strings.TrimSpace(fmt.Sprintf(t.why, in.Explain)))
 		}
-	}
-}
-
-// classExtension adds the exercises to `sim serve`: GET /exercise/api (the
-// seeded exercises a lab page asks for with ?seed=) always, and class mode
-// with --class.
-func classExtension() serveExtension {
-	var (
-		on         bool
-		seedFlag   string
-		perStudent bool
-		token      string
-		maxStu     int
-	)
-	return serveExtension{
-		flags: func(fs *flag.FlagSet) {
-			fs.BoolVar(&on, "class", false, "class mode: students join with a name, their predictions stream to the teacher's page (/class/teacher, its address is printed), the teacher reveals")
-			fs.StringVar(&seedFlag, "class-seed", "random", "class mode: the `seed` every student gets: a number (0: the labs' own numbers, as the pages and printed worksheets show them) or random")
-			fs.BoolVar(&perStudent, "class-per-student", false, "class mode: give each student a seed of their own (histograms then show predictions as % of each student's answer)")
-			fs.StringVar(&token, "class-token", "", "class mode: the teacher page's `token` (default: a random one)")
-			fs.IntVar(&maxStu, "class-max", class.DefaultLimits.MaxStudents, "class mode: most students who may join")
-		},
-		mount: func(mux *http.ServeMux, env *Env, labsDirs []string) error {
-			cat, err := class.LoadCatalog(labsDirs)
-			if err != nil {
-				return err
-			}
-			if !on {
-				mux.Handle("GET /exercise/api", cat.APIHandler(nil))
-				return nil
-			}
-			var seed uint64
-			if seedFlag == "random" {
-				seed = class.RandomSeed()
-			} else if seed, err = class.ParseSeed(seedFlag); err != nil {
-				return usageError{"--class-seed: " + err.Error() + " or random"}
-			}
-			if maxStu < 1 || maxStu > 10000 {
-				return usageError{"--class-max: want 1 to 10000"}
-			}
-			if cat.Count() == 0 {
-				return fmt.Errorf("--class: no lab in %s has exercises", strings.Join(labsDirs, ", "))
-			}
-			cs, err := class.New(class.Options{Catalog: cat, Seed: seed, PerStudent: perStudent, Token: token,
-				Limits: class.Limits{MaxStudents: maxStu},
-				Logf:   func(format string, args ...any) { fmt.Fprintf(env.Stderr, format+"\n", args...) }})
-			if err != nil {
-				return err
-			}
-			mux.Handle("GET /exercise/api", cat.APIHandler(func() bool { return true }))
-			cs.Mount(mux)
-			numbers := fmt.Sprintf("seed %d for everyone (the key: sim exercise --key --seed %d FILE)", seed, seed)
-			if perStudent {
-				numbers = "a seed per student"
-			}
-			fmt.Fprintf(env.Stdout, "sim serve: class mode, %d exercises in %d labs, %s; students open /class/, the teacher's page is %s (keep its token to yourself)\n",
-				cat.Count(), len(cat.Labs), numbers, cs.TeacherPath())
-			return nil
-		},
 	}
 }

@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -221,83 +217,6 @@ func TestExerciseBadUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("sim %v: exit %d, %q; want %q", c.args, code, errs, c.want)
 		}
-	}
-}
-
-// TestServeExtension mounts the exercises' handlers as `sim serve` does:
-// /exercise/api answers seeded exercises; with --class the answers are
-// hidden and the class's pages exist.
-func TestServeExtension(t *testing.T) {
-	get := func(h http.Handler, path string) (int, string) {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-		body, _ := io.ReadAll(rec.Result().Body)
-		return rec.Code, string(body)
-	}
-	mount := func(args ...string) (*http.ServeMux, string) {
-		ext := classExtension()
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		ext.flags(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		var out bytes.Buffer
-		if err := ext.mount(mux, &Env{Stdout: &out, Stderr: io.Discard}, []string{"../../labs"}); err != nil {
-			t.Fatal(err)
-		}
-		return mux, out.String()
-	}
-	mux, _ := mount()
-	code, body := get(mux, "/exercise/api?lab=php-persistent-share&seed=3")
-	var resp struct {
-		Seed      uint64           `json:"seed"`
-		Hidden    bool             `json:"hidden"`
-		Exercises []map[string]any `json:"exercises"`
-	}
-	if code != 200 || json.Unmarshal([]byte(body), &resp) != nil || resp.Seed != 3 || resp.Hidden || resp.Exercises[0]["answer"] == nil {
-		t.Fatalf("%d %s", code, body)
-	}
-	if code, _ := get(mux, "/class/info"); code != 404 {
-		t.Errorf("class mode off, /class/info answers %d", code)
-	}
-	for path, want := range map[string]string{
-		"/exercise/api?lab=nope":                            `no lab \"nope\"`,
-		"/exercise/api?lab=php-persistent-share&seed=-1":    `"field":"seed"`,
-		"/exercise/api?lab=php-persistent-share&lang=de":    `"field":"lang"`,
-		"/exercise/api?lab=php-persistent-share&seed=1e400": `"field":"seed"`,
-	} {
-		if code, body := get(mux, path); code < 400 || !strings.Contains(body, want) {
-			t.Errorf("%s: %d %s", path, code, body)
-		}
-	}
-	mux, printed := mount("--class", "--class-token", "secret")
-	if !strings.Contains(printed, "/class/teacher?token=secret") || !regexp.MustCompile(`seed [1-9]\d* for everyone`).MatchString(printed) {
-		t.Errorf("printed %q", printed)
-	}
-	if _, printed := mount("--class", "--class-seed", "0"); !strings.Contains(printed, "seed 0 for everyone") {
-		t.Errorf("--class-seed 0: %q", printed)
-	}
-	ext := classExtension()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	ext.flags(fs)
-	fs.Parse([]string{"--class", "--class-seed", "-3"})
-	if err := ext.mount(http.NewServeMux(), &Env{Stdout: io.Discard, Stderr: io.Discard}, []string{"../../labs"}); err == nil || !strings.Contains(err.Error(), "--class-seed") {
-		t.Errorf("--class-seed -3: %v", err)
-	}
-	code, body = get(mux, "/exercise/api?lab=php-persistent-share")
-	resp.Exercises = nil
-	if code != 200 || json.Unmarshal([]byte(body), &resp) != nil || !resp.Hidden || resp.Exercises[0]["answer"] != nil || resp.Exercises[0]["explain"] != nil {
-		t.Errorf("class mode leaks answers: %s", body)
-	}
-	if code, body := get(mux, "/class/info"); code != 200 || !strings.Contains(body, `"class":true`) {
-		t.Errorf("/class/info: %d %s", code, body)
-	}
-	if code, _ := get(mux, "/class/teacher?token=wrong"); code != 403 {
-		t.Errorf("teacher page with a wrong token: %d", code)
-	}
-	if code, body := get(mux, "/class/teacher?token=secret"); code != 200 || !strings.Contains(body, `"secret"`) {
-		t.Errorf("teacher page: %d", code)
 	}
 }
 

@@ -314,3 +314,76 @@ func TestServeRealRun(t *testing.T) {
 		t.Errorf("persistent: %d connects measured, want 1", got)
 	}
 }
+
+// sim serve mounts the exercises: /exercise/api answers seeded exercises;
+// with --class the answers are hidden, the class's pages exist, and the
+// join code and the teacher's page are printed.
+func TestServeExercises(t *testing.T) {
+	base, stop := startServe(t, "--addr", "127.0.0.1:0", "--public", t.TempDir(), "--labs", "../../labs")
+	code, body, _ := get(t, base+"/exercise/api?lab=php-persistent-share&seed=3")
+	var resp struct {
+		Seed      uint64           `json:"seed"`
+		Hidden    bool             `json:"hidden"`
+		Exercises []map[string]any `json:"exercises"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &resp) != nil || resp.Seed != 3 || resp.Hidden || resp.Exercises[0]["answer"] == nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, _, _ := get(t, base+"/class/info"); code != 404 {
+		t.Errorf("class mode off, /class/info answers %d", code)
+	}
+	for path, want := range map[string]string{
+		"/exercise/api?lab=nope":                            `no lab \"nope\"`,
+		"/exercise/api?lab=php-persistent-share&seed=-1":    `"field":"seed"`,
+		"/exercise/api?lab=php-persistent-share&lang=de":    `"field":"lang"`,
+		"/exercise/api?lab=php-persistent-share&seed=1e400": `"field":"seed"`,
+	} {
+		if code, body, _ := get(t, base+path); code < 400 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	stop()
+
+	base, stop = startServe(t, "--addr", "127.0.0.1:0", "--public", t.TempDir(), "--labs", "../../labs",
+		"--class", "--class-token", "secret", "--class-code", "ab-cd-23")
+	code, body, _ = get(t, base+"/exercise/api?lab=php-persistent-share")
+	resp.Exercises = nil
+	if code != 200 || json.Unmarshal([]byte(body), &resp) != nil || !resp.Hidden || resp.Exercises[0]["answer"] != nil || resp.Exercises[0]["explain"] != nil || resp.Exercises[0]["scenario"] != nil {
+		t.Errorf("class mode leaks answers: %s", body)
+	}
+	if code, body, _ := get(t, base+"/class/info"); code != 200 || !strings.Contains(body, `"class":true`) {
+		t.Errorf("/class/info: %d %s", code, body)
+	}
+	if code, _, _ := get(t, base+"/class/teacher?token=wrong"); code != 403 {
+		t.Errorf("teacher page with a wrong token: %d", code)
+	}
+	if code, body, _ := get(t, base+"/class/teacher?token=secret"); code != 200 || !strings.Contains(body, `"secret"`) {
+		t.Errorf("teacher page: %d", code)
+	}
+	if code, body, _ := get(t, base+"/class/?code=abcd23"); code != 200 || !strings.Contains(body, `data-state="ok"`) {
+		t.Errorf("the students' link: %d %s", code, body)
+	}
+	_, printed, _ := stop()
+	if !strings.Contains(printed, "/class/teacher?token=secret") || !strings.Contains(printed, "/class/?code=ABCD23 (join code ABCD23)") ||
+		!regexp.MustCompile(`seed [1-9]\d* for everyone`).MatchString(printed) {
+		t.Errorf("printed %q", printed)
+	}
+	_, stop = startServe(t, "--addr", "127.0.0.1:0", "--public", t.TempDir(), "--labs", "../../labs", "--class", "--class-seed", "0")
+	if _, printed, _ := stop(); !strings.Contains(printed, "seed 0 for everyone") || !regexp.MustCompile(`join code [A-Z0-9]{6}\)`).MatchString(printed) {
+		t.Errorf("--class-seed 0: %q", printed)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--class", "--class-seed", "-3"}, "--class-seed"},
+		{[]string{"--class", "--class-code", "a<b"}, "--class-code"},
+		{[]string{"--class", "--class-per-address", "0"}, "--class-per-address"},
+		{[]string{"--class", "--class-max", "0"}, "--class-max"},
+	} {
+		_, errs, code := runSim(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--labs", "../../labs"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("sim serve %v: exit %d, %q", tc.args, code, errs)
+		}
+	}
+}

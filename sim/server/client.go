@@ -2,270 +2,133 @@ package server
 
 import (
 	"context"
-	"io"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/connlab/connlab/sim/web"
 )
 
-// A client is one WebSocket connection. Its read pump (the HTTP handler's
-// goroutine) decodes messages and starts runs; its write pump is the only
-// goroutine that writes to the connection. Everything else (runs, the hub)
-// hands messages to the write pump through send, which never blocks: the
-// queue of event batches is bounded, and when it is full the oldest batch is
-// dropped and counted (a `dropped` message tells the page). Control
-// messages (started, stats, done, error…) are never dropped; they are few per
-// run.
+// A client is one page's WebSocket (a web.Conn) and the runs it asked for.
+// The connection's read pump decodes messages and starts runs; its writer
+// is the only goroutine that writes. Runs and the hub hand it replies
+// through send and sendBatch, which never block: every reply counts
+// against the connection's bounded queue, a real run's event batches give
+// way first (oldest dropped, a `dropped` message tells the page), and a
+// page that does not take its other replies is dropped. A model run never
+// drops: it pauses while its page has ModelQueue bytes unread, without
+// its model slot (waitRoom).
 type client struct {
-	s      *Server
-	conn   *websocket.Conn
-	ctx    context.Context // cancelled when the client leaves or the server stops
-	cancel context.CancelFunc
+	s    *Server
+	conn *web.Conn
+	ctx  context.Context // ends when the client leaves or the server stops
 
-	mu         sync.Mutex
-	queue      []outMsg
-	batchBytes int            // bytes of event batches in queue
-	dropped    map[string]int // run id → batches dropped, not yet reported
-	dropOrder  []string       // run ids in the order their first drop happened
-	notify     chan struct{}  // cap 1: the queue has something
-	space      chan struct{}  // cap 1: the write pump took a batch
-	runs       map[string]*run
-	modelTurn  chan struct{} // cap 1: held by the model run of c computing
+	bucket  *web.Bucket // messages the page may send (read pump only)
+	refused int
+
+	mu        sync.Mutex
+	runs      map[string]*run
+	modelTurn chan struct{} // cap 1: held by the model run of c computing
 }
 
-type outMsg struct {
-	data  []byte
-	run   string // run id, for event batches
-	batch bool   // an event batch: may be dropped
+func newClient(s *Server, conn *web.Conn) *client {
+	return &client{s: s, conn: conn, ctx: conn.Context(), runs: map[string]*run{}, modelTurn: make(chan struct{}, 1),
+		bucket: web.NewBucket(s.limits.MessageRate, s.limits.MessageBurst)}
 }
 
-func newClient(s *Server, conn *websocket.Conn) *client {
-	ctx, cancel := context.WithCancel(s.ctx)
-	return &client{
-		s: s, conn: conn, ctx: ctx, cancel: cancel,
-		dropped: map[string]int{},
-		notify:  make(chan struct{}, 1),
-		space:   make(chan struct{}, 1),
-		runs:    map[string]*run{},
+// errFlood is why a socket that kept sending over the rate was closed.
+var errFlood = errors.New("too many messages")
 
-		modelTurn: make(chan struct{}, 1),
+// refuse answers a message over the socket's rate: an error for the first
+// and every tenth, and after Strikes of them the socket is closed.
+func (c *client) refuse() {
+	lim := c.s.limits
+	if c.refused%10 == 0 {
+		c.send(errorMsg("", "", fmt.Sprintf("too many messages: at most %g a second; this one was refused", lim.MessageRate)))
+	}
+	if c.refused++; c.refused >= lim.Strikes {
+		c.send(errorMsg("", "", "too many refused messages: connection closed"))
+		c.conn.Finish(errFlood)
 	}
 }
 
-// send queues a control message. It never blocks.
-func (c *client) send(data []byte) {
-	c.mu.Lock()
-	if c.ctx.Err() == nil {
-		c.queue = append(c.queue, outMsg{data: data})
-	}
-	c.mu.Unlock()
-	c.wake()
-}
+// send queues a control message; a page that leaves them unread past the
+// queue's bound is dropped.
+func (c *client) send(data []byte) { c.conn.Send(data) }
 
 // sendBatch closes an event batch of run id (appendBatchTail: the time it
-// enters the queue) and queues it. A model run passes its
-// patience in wait: while the queue holds more than ModelQueue bytes of
-// batches it waits for the write pump to make room, for at most *wait in
-// total (decreased by the time spent), so a client that reads a bit slower
-// than the model computes slows the model down instead of losing events,
-// and its batches stay fresh. A real run passes no patience (a measurement
-// cannot pause). Past the patience, or beyond ClientBuffer bytes, the
-// oldest batches are dropped.
-func (c *client) sendBatch(id string, data []byte, wait *time.Duration) {
-	lim := c.s.limits
-	c.mu.Lock()
-	for c.batchBytes > 0 && c.batchBytes+len(data) > lim.ModelQueue && *wait > 0 && c.ctx.Err() == nil {
-		c.mu.Unlock()
-		start := time.Now()
-		t := time.NewTimer(*wait)
-		select {
-		case <-c.space:
-		case <-t.C:
-		case <-c.ctx.Done():
-		}
-		t.Stop()
-		*wait -= time.Since(start)
-		c.mu.Lock()
-	}
-	if c.ctx.Err() != nil {
-		c.mu.Unlock()
-		putBuf(data)
-		return
-	}
+// enters the queue) and queues it. A real run's batches may be dropped; a
+// model run calls waitRoom first, so its batches are never dropped.
+func (c *client) sendBatch(id string, data []byte, droppable bool) {
 	data = appendBatchTail(data, time.Now())
-	for c.batchBytes > 0 && c.batchBytes+len(data) > lim.ClientBuffer {
-		c.dropOldestLocked()
-	}
-	c.queue = append(c.queue, outMsg{data: data, run: id, batch: true})
-	c.batchBytes += len(data)
-	c.mu.Unlock()
-	c.wake()
+	c.conn.Queue(web.Msg{Data: data, Droppable: droppable, Key: id, Pooled: true})
 }
 
-// waitDrained waits until the write pump has taken every queued batch, for
-// at most *wait (decreased by the time spent).
-func (c *client) waitDrained(wait *time.Duration) {
-	for *wait > 0 {
-		c.mu.Lock()
-		empty := c.batchBytes == 0
-		c.mu.Unlock()
-		if empty || c.ctx.Err() != nil {
-			return
+// waitRoom blocks until at most room bytes are queued for the page. A
+// run that must wait gives its turn (a model slot) back, so a page that
+// reads slower than the model computes, or not at all, stops getting model
+// time without holding anything others need; with hold, the turn is kept
+// while the page takes something at least every StallWait (a run whose
+// last batches are on their way keeps its slot, so pages streaming at once
+// get their batches in turn). The turn is taken again before waitRoom
+// returns; it returns ctx's error when the run or the client ends.
+func (c *client) waitRoom(ctx context.Context, room int, t *turn, hold bool) error {
+	for {
+		taken := c.conn.Taken()
+		if c.conn.Queued() <= room {
+			break
 		}
-		start := time.Now()
-		t := time.NewTimer(*wait)
-		select {
-		case <-c.space:
-		case <-t.C:
-		case <-c.ctx.Done():
+		if !hold {
+			t.release()
 		}
-		t.Stop()
-		*wait -= time.Since(start)
-	}
-}
-
-func (c *client) dropOldestLocked() {
-	for i, m := range c.queue {
-		if !m.batch {
+		if !t.held {
+			select {
+			case <-taken:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			continue
 		}
-		c.batchBytes -= len(m.data)
-		if c.dropped[m.run] == 0 {
-			c.dropOrder = append(c.dropOrder, m.run)
-		}
-		c.dropped[m.run]++
-		putBuf(m.data)
-		c.queue = append(c.queue[:i], c.queue[i+1:]...)
-		return
-	}
-}
-
-func (c *client) wake() {
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
-}
-
-// next takes the next message to write: a `dropped` report first, when
-// batches were dropped since the last one.
-func (c *client) next() (outMsg, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.dropOrder) > 0 {
-		id := c.dropOrder[0]
-		c.dropOrder = c.dropOrder[1:]
-		n := c.dropped[id]
-		delete(c.dropped, id)
-		return outMsg{data: droppedMsg(id, n)}, true
-	}
-	if len(c.queue) == 0 {
-		return outMsg{}, false
-	}
-	m := c.queue[0]
-	c.queue[0] = outMsg{}
-	c.queue = c.queue[1:]
-	if m.batch {
-		c.batchBytes -= len(m.data)
+		timer := time.NewTimer(c.s.limits.StallWait)
 		select {
-		case c.space <- struct{}{}:
-		default:
+		case <-taken:
+		case <-timer.C:
+			t.release()
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
 		}
+		timer.Stop()
 	}
-	return m, true
+	return t.take(ctx)
 }
 
-// writePump writes queued messages and pings until the client's context
-// ends, then says goodbye and closes the connection (which ends the read
-// pump).
-func (c *client) writePump() {
-	ping := time.NewTicker(c.s.limits.PingPeriod)
-	defer func() {
-		ping.Stop()
-		c.conn.Close()
-	}()
-	write := func(typ int, data []byte) error {
-		c.conn.SetWriteDeadline(time.Now().Add(c.s.limits.WriteWait))
-		return c.conn.WriteMessage(typ, data)
-	}
-	for {
-		select {
-		case <-c.notify:
-			for {
-				m, ok := c.next()
-				if !ok {
-					break
-				}
-				err := write(websocket.TextMessage, m.data)
-				if m.batch {
-					putBuf(m.data)
-				}
-				if err != nil {
-					c.cancel()
-					return
-				}
-			}
-		case <-ping.C:
-			if err := write(websocket.PingMessage, nil); err != nil {
-				c.cancel()
-				return
-			}
-		case <-c.ctx.Done():
-			c.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			c.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""))
-			return
-		}
-	}
+// A turn is a model run's hold on one of the server's model slots.
+type turn struct {
+	sem  chan struct{}
+	held bool
 }
 
-// readPump reads client messages until the connection fails or closes.
-func (c *client) readPump() {
-	lim := c.s.limits
-	c.conn.SetReadLimit(lim.HardMessageBytes)
-	c.conn.SetReadDeadline(time.Now().Add(lim.PongWait))
-	c.conn.SetPongHandler(func(string) error {
-		c.conn.SetReadDeadline(time.Now().Add(lim.PongWait))
+func (t *turn) take(ctx context.Context) error {
+	if t.held {
 		return nil
-	})
-	for {
-		typ, r, err := c.conn.NextReader()
-		if err != nil {
-			return
-		}
-		c.conn.SetReadDeadline(time.Now().Add(lim.PongWait))
-		data, err := io.ReadAll(io.LimitReader(r, int64(lim.MessageBytes)+1))
-		if err != nil {
-			return
-		}
-		if len(data) > lim.MessageBytes {
-			// Read the rest, up to the hard limit past which gorilla
-			// closes the connection (close code 1009).
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return
-			}
-			c.send(errorMsg("", "", "message too large: at most "+kib(lim.MessageBytes)+" per message"))
-			continue
-		}
-		if typ != websocket.TextMessage {
-			c.send(errorMsg("", "", "want JSON text frames, got a binary frame"))
-			continue
-		}
-		c.handle(data)
+	}
+	select {
+	case t.sem <- struct{}{}:
+		t.held = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
-func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
-
-func putBuf(b []byte) {
-	if cap(b) > 1<<20 {
-		return
+func (t *turn) release() {
+	if t.held {
+		<-t.sem
+		t.held = false
 	}
-	b = b[:0]
-	bufPool.Put(&b)
 }
 
 // kib formats a byte count for messages: "16 KiB".

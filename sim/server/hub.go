@@ -1,6 +1,10 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/connlab/connlab/sim/web"
+)
 
 // The hub is the one goroutine that owns the set of clients and the queue of
 // real runs, in the shape of gorilla/websocket's chat example: others talk
@@ -65,7 +69,7 @@ func (h *hub) run() {
 			h.schedule()
 		case <-h.stop:
 			for c := range h.clients {
-				c.cancel()
+				c.conn.Close(web.ErrServerClosing)
 			}
 			return
 		}

@@ -2,31 +2,25 @@ package server
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/web"
 )
 
-// pages finds the page a run names and keeps it parsed. A page is keyed by
-// its file name without .md or .ko.md (a bundle's index.md by its folder),
-// so the English and the Korean page share their blocks; the English file
-// is read when both exist. A page is parsed again when its file changes, so
-// an author's edit reaches the next run without a restart.
+// pages finds the page a run names (web.Index) and keeps it parsed. The
+// English and the Korean page share their blocks; the English file is read
+// when both exist. A page is parsed again when its file changes, so an
+// author's edit reaches the next run without a restart.
 type pages struct {
-	dirs []string
-	logf func(string, ...any)
+	index *web.Index
+	logf  func(string, ...any)
 
-	mu      sync.Mutex
-	index   map[string]string // name → path
-	indexed time.Time
-	cache   map[string]*parsed // path → parsed page
+	mu    sync.Mutex
+	cache map[string]*parsed // path → parsed page
 }
 
 type parsed struct {
@@ -36,26 +30,18 @@ type parsed struct {
 	err  error
 }
 
-var pageNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$`)
-
-func newPages(dirs []string, logf func(string, ...any)) *pages {
-	return &pages{dirs: dirs, logf: logf, cache: map[string]*parsed{}}
+func newPages(index *web.Index, logf func(string, ...any)) *pages {
+	return &pages{index: index, logf: logf, cache: map[string]*parsed{}}
 }
 
-// load indexes the directories and parses every page, logging the pages
-// that fail to parse. It returns the number of pages with ```sim blocks.
+// load parses every page, logging the pages that fail to parse. It returns
+// the number of pages with ```sim blocks.
 func (p *pages) load() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.reindexLocked()
-	names := make([]string, 0, len(p.index))
-	for n := range p.index {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	withBlocks := 0
-	for _, n := range names {
-		l, err := p.parseLocked(p.index[n])
+	for _, pg := range p.index.Pages() {
+		l, err := p.parseLocked(pg.Path(web.Langs[0]))
 		if err != nil {
 			p.logf("sim serve: %v", err)
 			continue
@@ -65,67 +51,6 @@ func (p *pages) load() int {
 		}
 	}
 	return withBlocks
-}
-
-func (p *pages) reindexLocked() {
-	index := map[string]string{}
-	for _, root := range p.dirs {
-		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if path == root {
-					p.logf("sim serve: pages: %v", err)
-				}
-				return nil
-			}
-			base := d.Name()
-			if d.IsDir() {
-				if path != root && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_")) {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			name, korean := pageName(root, path)
-			if name == "" {
-				return nil
-			}
-			prev, seen := index[name]
-			switch {
-			case !seen:
-				index[name] = path
-			case strings.HasSuffix(prev, ".ko.md") && !korean:
-				index[name] = path
-			case !korean && !strings.HasSuffix(prev, ".ko.md"):
-				p.logf("sim serve: pages: %s and %s share the name %q; using the first", prev, path, name)
-			}
-			return nil
-		})
-	}
-	p.index, p.indexed = index, time.Now()
-}
-
-// pageName is the key of the page at path, and whether it is a Korean
-// translation; "" for files that are not pages.
-func pageName(root, path string) (name string, korean bool) {
-	base := filepath.Base(path)
-	switch {
-	case strings.HasSuffix(base, ".ko.md"):
-		name, korean = strings.TrimSuffix(base, ".ko.md"), true
-	case strings.HasSuffix(base, ".md"):
-		name = strings.TrimSuffix(base, ".md")
-	default:
-		return "", false
-	}
-	if name == "index" || name == "_index" {
-		dir := filepath.Dir(path)
-		if filepath.Clean(dir) == filepath.Clean(root) {
-			return "", false
-		}
-		name = filepath.Base(dir)
-	}
-	if !pageNameRE.MatchString(name) {
-		return "", false
-	}
-	return name, korean
 }
 
 func (p *pages) parseLocked(path string) (*lab.Lab, error) {
@@ -142,28 +67,22 @@ func (p *pages) parseLocked(path string) (*lab.Lab, error) {
 	return l, err
 }
 
-// lookup returns the parsed page called name. An unknown name makes it look
-// at the directories again (at most twice a second), for pages added while
-// the server runs.
+// lookup returns the parsed page called name.
 func (p *pages) lookup(name string) (*lab.Lab, error) {
-	if !pageNameRE.MatchString(name) {
-		return nil, fmt.Errorf("lab %q: want a page name such as \"php-persistent-share\" (letters, digits, - and _)", name)
+	if !web.ValidName(name) {
+		return nil, fmt.Errorf("lab %q: want a page name such as \"php-persistent-share\" (letters, digits, - and _)", web.Clip(name, 100))
+	}
+	pg, ok := p.index.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("no page %q in %s", name, strings.Join(p.index.Dirs(), ", "))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	path, ok := p.index[name]
-	if !ok && time.Since(p.indexed) > 500*time.Millisecond {
-		p.reindexLocked()
-		path, ok = p.index[name]
-	}
-	if !ok {
-		return nil, fmt.Errorf("no page %q in %s", name, strings.Join(p.dirs, ", "))
-	}
-	l, err := p.parseLocked(path)
-	if os.IsNotExist(err) {
-		p.reindexLocked()
-		if path, ok = p.index[name]; ok {
-			l, err = p.parseLocked(path)
+	l, err := p.parseLocked(pg.Path(web.Langs[0]))
+	if os.IsNotExist(err) { // moved or removed since it was indexed
+		p.index.Refresh()
+		if pg, ok = p.index.Lookup(name); ok {
+			l, err = p.parseLocked(pg.Path(web.Langs[0]))
 		}
 	}
 	return l, err

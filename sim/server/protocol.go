@@ -1,13 +1,19 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
-	"github.com/connlab/connlab/sim/harness"
+	"errors"
+	"fmt"
+	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/web"
 )
 
 // The messages of PROTOCOL.md. Client messages are decoded into inMsg;
@@ -100,9 +106,90 @@ func encode(v any) []byte {
 	return b
 }
 
+// Bounds of what an error echoes: an id longer than maxID is not echoed
+// (the page cannot have sent it: runs refuse such ids), a field name or a
+// message is clipped. An error reply is at most a few hundred bytes,
+// whatever the client sent.
+const (
+	maxID      = 64
+	maxField   = 64
+	maxMessage = 512
+)
+
 func errorMsg(id, field, msg string) []byte {
-	b, _ := json.Marshal(outError{Type: "error", ID: id, Field: field, Message: msg})
+	if len(id) > maxID {
+		id = ""
+	}
+	b, _ := json.Marshal(outError{Type: "error", ID: id, Field: web.Clip(field, maxField), Message: web.Clip(msg, maxMessage)})
 	return b
+}
+
+// decode reads one client message; on error it returns the error reply
+// instead, naming the field at fault.
+func decode(data []byte) (*inMsg, []byte) {
+	var m inMsg
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&m)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("want one JSON object per message")
+		}
+	}
+	if err != nil {
+		// Echo the id when it can be read, so the page knows which run.
+		var idOnly struct {
+			ID any `json:"id"`
+		}
+		json.Unmarshal(data, &idOnly)
+		id, _ := idOnly.ID.(string)
+		field, msg := jsonError(err)
+		return nil, errorMsg(id, field, msg)
+	}
+	if len(m.ID) > maxID {
+		return nil, errorMsg("", "id", fmt.Sprintf("id is %d bytes long; at most %d", len(m.ID), maxID))
+	}
+	switch m.Type {
+	case "run", "cancel":
+		return &m, nil
+	case "":
+		return nil, errorMsg(m.ID, "type", `a message needs a "type": "run" or "cancel"`)
+	}
+	return nil, errorMsg(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run" or "cancel"`, web.Clip(m.Type, 32)))
+}
+
+// jsonError names the field of a decoding error.
+func jsonError(err error) (field, msg string) {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return "", fmt.Sprintf("want a JSON object, got %s", te.Value)
+	case errors.As(err, &te):
+		field = web.Clip(te.Field, maxField)
+		want := te.Type.String()
+		switch te.Type.String() {
+		case "uint64", "*uint64":
+			want = "a whole number ≥ 0"
+		case "string":
+			want = "a string"
+		case "[]string":
+			want = "a list of strings"
+		case "map[string]json.RawMessage":
+			want = "an object of scenario keys"
+		}
+		return field, fmt.Sprintf("%s: want %s, got %s", field, want, te.Value)
+	case errors.As(err, &se):
+		return "", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		f := web.Clip(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), maxField)
+		return f, fmt.Sprintf("unknown field %q (PROTOCOL.md lists the fields of each message)", f)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "", "malformed JSON: the message ends early"
+	case errors.Is(err, io.EOF):
+		return "", "empty message: want a JSON object"
+	}
+	return "", "malformed message: " + err.Error()
 }
 
 // appendBatchHead starts an events message; the stream appends the events,
@@ -123,6 +210,9 @@ func appendBatchTail(b []byte, now time.Time) []byte {
 	b = strconv.AppendFloat(b, float64(now.UnixMicro())/1000, 'f', 3, 64)
 	return append(b, '}')
 }
+
+// batchTailMax is at least as long as what appendBatchTail appends.
+const batchTailMax = `],"server_ms":99999999999999.999}`
 
 func droppedMsg(id string, count int) []byte {
 	b := append([]byte(`{"type":"dropped","id":`), sim.AppendJSONString(nil, id)...)

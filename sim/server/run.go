@@ -1,12 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/web"
 )
 
 // A run is one `run` request in flight.
@@ -43,32 +42,17 @@ func (e *fieldError) Error() string { return e.msg }
 
 var errCancelled = errors.New("cancelled")
 
-// handle decodes one client message and acts on it. Every refusal is an
-// `error` message; the socket stays open.
+// handle acts on one client message. Every refusal is an `error`
+// message; the socket stays open.
 func (c *client) handle(data []byte) {
-	var m inMsg
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&m)
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("want one JSON object per message")
-		}
-	}
-	if err != nil {
-		// Echo the id when it can be read, so the page knows which run.
-		var idOnly struct {
-			ID any `json:"id"`
-		}
-		json.Unmarshal(data, &idOnly)
-		id, _ := idOnly.ID.(string)
-		field, msg := jsonError(err)
-		c.send(errorMsg(id, field, msg))
+	m, reply := decode(data)
+	if reply != nil {
+		c.send(reply)
 		return
 	}
 	switch m.Type {
 	case "run":
-		r, err := c.newRun(&m)
+		r, err := c.newRun(m)
 		if err != nil {
 			var fe *fieldError
 			if errors.As(err, &fe) {
@@ -88,68 +72,54 @@ func (c *client) handle(data []byte) {
 			return
 		}
 		r.cancel(errCancelled)
-	case "":
-		c.send(errorMsg(m.ID, "type", `a message needs a "type": "run" or "cancel"`))
-	default:
-		c.send(errorMsg(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run" or "cancel"`, m.Type)))
 	}
 }
 
-// jsonError names the field of a decoding error.
-func jsonError(err error) (field, msg string) {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te) && te.Field == "":
-		return "", fmt.Sprintf("want a JSON object, got %s", te.Value)
-	case errors.As(err, &te):
-		field = te.Field
-		want := te.Type.String()
-		switch te.Type.String() {
-		case "uint64", "*uint64":
-			want = "a whole number ≥ 0"
-		case "string":
-			want = "a string"
-		case "[]string":
-			want = "a list of strings"
-		case "map[string]json.RawMessage":
-			want = "an object of scenario keys"
-		}
-		return field, fmt.Sprintf("%s: want %s, got %s", field, want, te.Value)
-	case errors.As(err, &se):
-		return "", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return f, fmt.Sprintf("unknown field %q (PROTOCOL.md lists the fields of each message)", f)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "", "malformed JSON: the message ends early"
-	case errors.Is(err, io.EOF):
-		return "", "empty message: want a JSON object"
-	}
-	return "", "malformed message: " + err.Error()
-}
-
-// newRun checks a run request: every refusal names its field. The run is
-// registered on the client but not started.
+// newRun checks a run request (plan) and registers the run on the client,
+// not started.
 func (c *client) newRun(m *inMsg) (*run, error) {
+	r, err := c.s.plan(m)
+	if err != nil {
+		return nil, err
+	}
 	lim := c.s.limits
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	r.c, r.ctx, r.cancel = c, ctx, cancel
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	switch {
-	case m.ID == "":
+	case c.runs[m.ID] != nil:
+		cancel(nil)
+		return nil, &fieldError{"id", fmt.Sprintf("a run with id %q is already in flight", m.ID)}
+	case len(c.runs) >= lim.RunsPerSocket:
+		cancel(nil)
+		return nil, &fieldError{"", fmt.Sprintf("at most %d runs in flight per socket: wait for one to finish or cancel it", lim.RunsPerSocket)}
+	case !c.s.track(1):
+		cancel(nil)
+		return nil, errors.New("the server is stopping")
+	}
+	c.runs[m.ID] = r
+	return r, nil
+}
+
+// plan checks a run request against the pages and the limits: every
+// refusal names its field. The run it returns has no client yet.
+func (s *Server) plan(m *inMsg) (*run, error) {
+	lim := s.limits
+	if m.ID == "" {
 		return nil, &fieldError{"id", "a run needs an id (any string up to 64 bytes)"}
-	case len(m.ID) > 64:
-		return nil, &fieldError{"id", fmt.Sprintf("id is %d bytes long; at most 64", len(m.ID))}
 	}
 	mode := m.Mode
 	if mode == "" {
 		mode = "model"
 	}
 	if mode != "model" && mode != "real" {
-		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, m.Mode)}
+		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, web.Clip(m.Mode, 32))}
 	}
 	if m.Lab == "" {
 		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}
 	}
-	page, err := c.s.pages.lookup(m.Lab)
+	page, err := s.pages.lookup(m.Lab)
 	if err != nil {
 		return nil, &fieldError{"lab", err.Error()}
 	}
@@ -157,6 +127,9 @@ func (c *client) newRun(m *inMsg) (*run, error) {
 		return nil, &fieldError{"block", "a run needs a block id"}
 	}
 	b, err := page.Block(m.Block)
+	if err != nil && len(m.Block) > 100 {
+		err = fmt.Errorf("no block with id %q", web.Clip(m.Block, 100))
+	}
 	if err != nil {
 		return nil, &fieldError{"block", err.Error()}
 	}
@@ -171,7 +144,7 @@ func (c *client) newRun(m *inMsg) (*run, error) {
 				for i, v := range b.Variants {
 					names[i] = v.Name
 				}
-				return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(names, ", "))}
+				return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, web.Clip(name, 64), strings.Join(names, ", "))}
 			}
 			if cp.Variant(name) != nil {
 				return nil, &fieldError{"variants", fmt.Sprintf("variant %q named twice", name)}
@@ -201,34 +174,17 @@ func (c *client) newRun(m *inMsg) (*run, error) {
 			return nil, err
 		}
 	}
-	if mode == "real" && c.s.opt.Real == nil {
+	if mode == "real" && s.opt.Real == nil {
 		return nil, &fieldError{"mode", "real runs are not available in this build of sim serve; model runs are"}
 	}
 	seed := uint64(1) // sim run's default, so the numbers match `sim run --json`
 	if m.Seed != nil {
 		seed = *m.Seed
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
-	r := &run{
-		c: c, id: m.ID, mode: mode, page: page, block: b, sub: sub, set: set, seed: seed,
+	return &run{
+		id: m.ID, mode: mode, page: page, block: b, sub: sub, set: set, seed: seed,
 		checked: mode == "model" && len(set) == 0 && len(sub.Variants) == len(b.Variants),
-		ctx:     ctx, cancel: cancel,
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.runs[m.ID] != nil:
-		cancel(nil)
-		return nil, &fieldError{"id", fmt.Sprintf("a run with id %q is already in flight", m.ID)}
-	case len(c.runs) >= lim.RunsPerSocket:
-		cancel(nil)
-		return nil, &fieldError{"", fmt.Sprintf("at most %d runs in flight per socket: wait for one to finish or cancel it", lim.RunsPerSocket)}
-	case !c.s.track(1):
-		cancel(nil)
-		return nil, errors.New("the server is stopping")
-	}
-	c.runs[m.ID] = r
-	return r, nil
+	}, nil
 }
 
 func variantIndex(b *lab.Block, v *lab.Variant) int {
@@ -318,6 +274,8 @@ func checkLimits(s *sim.Scenario, mode string, lim Limits) *fieldError {
 // exec runs r to its end and reports it; it is the run's goroutine.
 func (r *run) exec() {
 	defer r.c.s.wg.Done()
+	r.c.s.runs.Add(1)
+	defer r.c.s.runs.Add(-1)
 	defer func() {
 		r.cancel(nil)
 		r.c.mu.Lock()
@@ -381,25 +339,24 @@ func (r *run) startedMsg() []byte {
 func (r *run) execModel() error {
 	s := r.c.s
 	// One model run of a socket at a time, then one of the server's
-	// slots: a slow page holds at most one slot, for at most the run's
-	// patience.
+	// slots, which the run gives back while its page takes nothing
+	// (client.waitRoom): a page that stops reading holds no slot.
 	select {
 	case r.c.modelTurn <- struct{}{}:
 	case <-r.ctx.Done():
 		return r.ctx.Err()
 	}
 	defer func() { <-r.c.modelTurn }()
-	select {
-	case s.modelSem <- struct{}{}:
-	case <-r.ctx.Done():
-		return r.ctx.Err()
+	t := &turn{sem: s.modelSem}
+	if err := t.take(r.ctx); err != nil {
+		return err
 	}
-	defer func() { <-s.modelSem }()
+	defer t.release()
 	ctx, cancel := context.WithTimeoutCause(r.ctx, s.limits.ModelRunTime,
 		fmt.Errorf("the run took longer than %s; make it smaller", s.limits.ModelRunTime))
 	defer cancel()
 	r.c.send(r.startedMsg())
-	st := newStream(r.c, r.id, s.limits.ModelEvents, false, s.limits.BackpressureWait)
+	st := newModelStream(ctx, r.c, r.id, t)
 	defer st.close()
 	res := &lab.BlockResult{ID: r.block.ID, Title: r.block.Title, Checks: []lab.Check{}}
 	for _, v := range r.sub.Variants {
@@ -422,13 +379,11 @@ func (r *run) execModel() error {
 		}
 		vr, err := one.RunVariants(ctx, lab.RunOptions{Seed: r.seed, Set: r.set, Sink: sink})
 		st.flush()
+		if err == nil {
+			err = st.failure()
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				if c := context.Cause(ctx); c != nil {
-					return c
-				}
-			}
-			return err
+			return r.stopped(ctx, err)
 		}
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
@@ -452,9 +407,24 @@ func (r *run) execModel() error {
 		}
 		checks = r.block.Check(results)
 	}
-	st.drain()
+	if err := st.drain(); err != nil {
+		return r.stopped(ctx, err)
+	}
 	r.c.send(encode(r.doneMsg(res, nil, checks)))
 	return nil
+}
+
+// stopped is why a run whose step failed with err stopped: the context's
+// cause when it ended (a limit, a cancel), context.Canceled when the client
+// left, else err.
+func (r *run) stopped(ctx context.Context, err error) error {
+	switch {
+	case r.c.ctx.Err() != nil:
+		return context.Canceled
+	case ctx.Err() != nil && context.Cause(ctx) != nil:
+		return context.Cause(ctx)
+	}
+	return err
 }
 
 func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) outDone {
@@ -494,7 +464,7 @@ func (r *run) execReal() error {
 		fmt.Errorf("the real run took longer than %s and was stopped", sim.FormatDuration(limit)))
 	defer cancel()
 	r.c.send(r.startedMsg())
-	st := newStream(r.c, r.id, 0, true, 0)
+	st := newRealStream(r.c, r.id)
 	defer st.close()
 	tick := time.NewTicker(s.limits.StatsEvery)
 	stop := make(chan struct{})

@@ -3,10 +3,12 @@
 // /ws, following PROTOCOL.md.
 //
 // One hub goroutine owns the clients and the queue of real runs. Each
-// client has a read pump and a single write pump with a bounded queue: a
-// slow client loses its oldest event batches, never blocks the others.
-// Every run is cancelled when its client leaves, and Close returns only when
-// every goroutine the server started has ended.
+// client is a web.Conn (a read pump and a single writer with a bounded
+// queue): a slow client loses its real runs' oldest event batches, its
+// model runs pause without holding a model slot, and a client that leaves
+// its replies unread is dropped; none blocks the others. Every run is
+// cancelled when its client leaves, and Close returns only when every
+// goroutine the server started has ended.
 package server
 
 import (
@@ -16,16 +18,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"runtime"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/loopback"
-	"github.com/gorilla/websocket"
+	"github.com/connlab/connlab/sim/web"
 )
 
 // RealFunc runs the given variants of a block on real loopback servers
@@ -43,6 +44,9 @@ type Options struct {
 	Public string
 	// Labs are the directories whose Markdown pages hold ```sim blocks.
 	Labs []string
+	// Index is the index of those pages, shared with class mode; nil
+	// builds one of Labs.
+	Index *web.Index
 	// Real runs blocks on real servers; nil answers real runs with an error.
 	Real RealFunc
 	// Tare measures the harness's own overhead of a reused call at an RTT
@@ -62,28 +66,34 @@ type Options struct {
 
 // Limits bound what one client may ask and hold.
 type Limits struct {
-	MessageBytes     int   // largest client message answered (bigger: an error frame)
-	HardMessageBytes int64 // past this the connection is closed (code 1009)
-	RunsPerSocket    int   // runs in flight on one socket
-	ModelRequests    int   // requests of one variant in model mode
-	ModelEvents      int   // events streamed per variant in model mode
+	MessageBytes     int     // largest client message answered (bigger: an error frame)
+	HardMessageBytes int64   // past this the connection is closed (code 1009)
+	RunsPerSocket    int     // runs in flight on one socket
+	MessageRate      float64 // messages a second a socket may keep up sending
+	MessageBurst     int     // messages a socket may send at once
+	Strikes          int     // messages refused (over the rate) before the socket is closed
+	ModelRequests    int     // requests of one variant in model mode
+	ModelEvents      int     // events streamed per variant in model mode
 	ModelRunTime     time.Duration
 	ModelRuns        int // model runs at once on the whole server (default: one per core, at least 2)
 	RealRequests     int
 	RealDuration     time.Duration // longest real run, and the longest duration key
 	RealRTT          time.Duration
 	RealConcurrency  int
-	ClientBuffer     int           // bytes of event batches queued per client; beyond, the oldest are dropped
-	ModelQueue       int           // bytes of batches queued before a model run waits for its client
-	BackpressureWait time.Duration // how long a model run may wait for a slow client in total
-	BatchEvents      int
-	BatchWait        time.Duration
-	StatsEvery       time.Duration // real mode
-	PingPeriod       time.Duration
-	PongWait         time.Duration
-	WriteWait        time.Duration
-	HeaderTimeout    time.Duration // to read a request's headers (Serve)
-	SocketBuffer     int           // the WebSocket's kernel send buffer (SO_SNDBUF; Linux doubles it)
+	// ClientBuffer bounds the replies queued for one client: beyond it the
+	// oldest event batches of real runs are dropped, and a client whose
+	// other replies alone exceed it is dropped.
+	ClientBuffer  int
+	ModelQueue    int           // bytes queued for a client before its model run pauses
+	StallWait     time.Duration // a paused model run keeps its slot while its client takes something this often
+	BatchEvents   int
+	BatchWait     time.Duration
+	StatsEvery    time.Duration // real mode
+	PingPeriod    time.Duration
+	PongWait      time.Duration
+	WriteWait     time.Duration
+	HeaderTimeout time.Duration // to read a request's headers (Serve)
+	SocketBuffer  int           // the WebSocket's kernel send buffer (SO_SNDBUF; Linux doubles it)
 }
 
 // DefaultLimits are the limits of PROTOCOL.md.
@@ -91,6 +101,9 @@ var DefaultLimits = Limits{
 	MessageBytes:     16 << 10,
 	HardMessageBytes: 1 << 20,
 	RunsPerSocket:    4,
+	MessageRate:      20,
+	MessageBurst:     60,
+	Strikes:          100,
 	ModelRequests:    200_000,
 	ModelEvents:      20_000,
 	ModelRunTime:     30 * time.Second,
@@ -100,7 +113,7 @@ var DefaultLimits = Limits{
 	RealConcurrency:  200,
 	ClientBuffer:     1 << 20,
 	ModelQueue:       128 << 10,
-	BackpressureWait: time.Second,
+	StallWait:        50 * time.Millisecond,
 	BatchEvents:      512,
 	BatchWait:        50 * time.Millisecond,
 	StatsEvery:       time.Second,
@@ -132,6 +145,11 @@ func (l Limits) withDefaults() Limits {
 	}
 	l.HardMessageBytes = max(l.HardMessageBytes, int64(l.MessageBytes)+1)
 	fill(&l.RunsPerSocket, d.RunsPerSocket)
+	if l.MessageRate <= 0 {
+		l.MessageRate = d.MessageRate
+	}
+	fill(&l.MessageBurst, d.MessageBurst)
+	fill(&l.Strikes, d.Strikes)
 	fill(&l.ModelRequests, d.ModelRequests)
 	fill(&l.ModelEvents, d.ModelEvents)
 	fillD(&l.ModelRunTime, d.ModelRunTime)
@@ -143,7 +161,7 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.ClientBuffer, d.ClientBuffer)
 	fill(&l.ModelQueue, d.ModelQueue)
 	l.ModelQueue = min(l.ModelQueue, l.ClientBuffer)
-	fillD(&l.BackpressureWait, d.BackpressureWait)
+	fillD(&l.StallWait, d.StallWait)
 	fill(&l.BatchEvents, d.BatchEvents)
 	fillD(&l.BatchWait, d.BatchWait)
 	fillD(&l.StatsEvery, d.StatsEvery)
@@ -165,16 +183,17 @@ type Server struct {
 	pages    *pages
 	hub      *hub
 	mux      *http.ServeMux
-	upgrader websocket.Upgrader
 	modelSem chan struct{}
 
 	ctx     context.Context // cancelled by Close: ends every client and run
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	mu      sync.Mutex
 	closing bool
 	wg      sync.WaitGroup // every client and run goroutine
 	once    sync.Once
 	closed  chan struct{} // closed when wg is done, after Close
+
+	clients, runs atomic.Int64 // open sockets and runs in flight (/api/status)
 
 	// runEnded, when set (by tests), sees how each run ended: nil when it
 	// finished, else the error that stopped it.
@@ -191,22 +210,21 @@ func New(opt Options) *Server {
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.pages = newPages(opt.Labs, s.logf)
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	index := opt.Index
+	if index == nil {
+		index = web.NewIndex(opt.Labs, func(f string, a ...any) { s.logf("sim serve: "+f, a...) })
+	}
+	s.pages = newPages(index, s.logf)
 	s.Pages = s.pages.load()
 	s.modelSem = make(chan struct{}, s.limits.ModelRuns)
-	s.upgrader = websocket.Upgrader{
-		ReadBufferSize:   4096,
-		WriteBufferSize:  32 << 10,
-		HandshakeTimeout: 10 * time.Second,
-		CheckOrigin:      SameOrigin,
-	}
 	s.hub = newHub()
 	go s.hub.run()
 
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /ws", s.serveWS)
 	s.mux.HandleFunc("GET /api/params", serveParams)
+	s.mux.HandleFunc("GET /api/status", s.serveStatus)
 	if opt.Public != "" {
 		s.mux.Handle("/", staticHandler(opt.Public))
 	}
@@ -286,7 +304,7 @@ func (s *Server) closeWithin(d time.Duration) bool {
 		s.mu.Unlock()
 		close(s.hub.stop)
 		<-s.hub.done
-		s.cancel()
+		s.cancel(web.ErrServerClosing)
 		s.closed = make(chan struct{})
 		go func() {
 			s.wg.Wait()
@@ -306,34 +324,42 @@ func (s *Server) closeWithin(d time.Duration) bool {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
-	conn, err := s.upgrader.Upgrade(w, r, nil)
+	lim := s.limits
+	conn, err := web.Accept(w, r, web.ConnOptions{
+		Limits: web.ConnLimits{MessageBytes: lim.MessageBytes, HardMessageBytes: lim.HardMessageBytes, QueueBytes: lim.ClientBuffer,
+			PingPeriod: lim.PingPeriod, PongWait: lim.PongWait, WriteWait: lim.WriteWait, SocketBuffer: lim.SocketBuffer},
+		Parent:  s.ctx,
+		Dropped: droppedMsg,
+	})
 	if err != nil {
-		return // the upgrader has answered (403 for a foreign Origin)
+		return // answered (403 for a foreign Origin)
 	}
-	if !s.track(2) { // this goroutine (the read pump) and the write pump
-		conn.Close()
+	if !s.track(1) {
+		conn.Close(web.ErrServerClosing)
+		conn.Run(func(web.Message) {})
 		return
 	}
 	defer s.wg.Done()
-	// Keep the kernel's share of the client's buffer small, so a page that
-	// falls behind meets the bounded queue (and its drop policy) soon,
-	// rather than a socket buffer of several MB that only delays.
-	if tc, ok := conn.NetConn().(*net.TCPConn); ok {
-		tc.SetWriteBuffer(s.limits.SocketBuffer)
-	}
+	s.clients.Add(1)
+	defer s.clients.Add(-1)
 	c := newClient(s, conn)
 	if !s.hub.join(c) {
-		s.wg.Done()
-		c.cancel()
-		conn.Close()
+		conn.Close(web.ErrServerClosing)
+		conn.Run(func(web.Message) {})
 		return
 	}
-	go func() {
-		defer s.wg.Done()
-		c.writePump()
-	}()
-	c.readPump()
-	c.cancel() // ends the write pump and every run of c
+	conn.Run(func(m web.Message) {
+		switch {
+		case !c.bucket.Allow():
+			c.refuse()
+		case m.TooLarge:
+			c.send(errorMsg("", "", "message too large: at most "+kib(lim.MessageBytes)+" per message"))
+		case m.Binary:
+			c.send(errorMsg("", "", "want JSON text frames, got a binary frame"))
+		default:
+			c.handle(m.Data)
+		}
+	})
 	s.hub.part(c)
 }
 
@@ -349,24 +375,24 @@ func (s *Server) track(n int) bool {
 	return true
 }
 
+// Status is what GET /api/status answers: what the server holds now, for
+// a soak test or an operator to see that it returns to rest.
+type Status struct {
+	Clients    int64 `json:"clients"`    // open /ws sockets
+	Runs       int64 `json:"runs"`       // runs in flight, queued ones included
+	Goroutines int   `json:"goroutines"` // of the whole process
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(Status{Clients: s.clients.Load(), Runs: s.runs.Load(), Goroutines: runtime.NumGoroutine()})
+}
+
 func serveParams(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(sim.Params())
-}
-
-// SameOrigin accepts a WebSocket upgrade without an Origin header (not a
-// browser) or whose Origin's host:port is the Host the request was sent to.
-func SameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return strings.EqualFold(u.Host, r.Host)
 }

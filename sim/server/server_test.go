@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -353,7 +354,7 @@ func TestBadMessages(t *testing.T) {
 		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","seed":-1}`, "a", "seed", "whole number"},
 		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","params":[1]}`, "a", "params", "object"},
 		{`{"type":"run","lab":"php-persistent-share","block":"idle"}`, "", "id", "needs an id"},
-		{`{"type":"run","id":"` + strings.Repeat("i", 65) + `","lab":"php-persistent-share","block":"idle"}`, strings.Repeat("i", 65), "id", "at most 64"},
+		{`{"type":"run","id":"` + strings.Repeat("i", 65) + `","lab":"php-persistent-share","block":"idle"}`, "", "id", "at most 64"},
 		{`{"type":"run","id":"a","lab":"../../etc/passwd","block":"idle"}`, "a", "lab", "page name"},
 		{`{"type":"run","id":"a","lab":"nope","block":"idle"}`, "a", "lab", `no page "nope"`},
 		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"nope"}`, "a", "block", `no block with id "nope"`},
@@ -865,6 +866,128 @@ func TestStatic(t *testing.T) {
 	}
 }
 
+// /api/status counts the open sockets and runs in flight.
+func TestStatus(t *testing.T) {
+	release := make(chan struct{})
+	s := newTestServer(t, Options{Real: func(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, ctx.Err()
+	}})
+	status := func() Status {
+		resp, err := http.Get(s.ts.URL + "/api/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st Status
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := status(); st.Clients != 0 || st.Runs != 0 || st.Goroutines <= 0 {
+		t.Errorf("at rest: %+v", st)
+	}
+	c := s.dial(t)
+	send(t, c, runReq{Type: "run", ID: "r", Lab: "php-persistent-share", Block: "across-requests", Mode: "real"})
+	until(t, c, "r", "started")
+	if st := status(); st.Clients != 1 || st.Runs != 1 {
+		t.Errorf("one socket, one run: %+v", st)
+	}
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for st := status(); st.Clients != 0 || st.Runs != 0; st = status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the socket closed: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+}
+
+// The site's files are the only ones served: a symbolic link that leads
+// out of the site is not followed (one within it is).
+func TestStaticSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "404.html"), []byte("<h1>lost</h1>"), 0o644)
+	os.WriteFile(filepath.Join(dir, "page.html"), []byte("page"), 0o644)
+	for link, target := range map[string]string{
+		"leak.txt":  filepath.Join(outside, "secret.txt"),
+		"out":       outside,
+		"rel.txt":   "../" + filepath.Base(outside) + "/secret.txt",
+		"same.html": "page.html",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newTestServer(t, Options{Public: dir})
+	for path, want := range map[string]string{
+		"/leak.txt":       "<h1>lost</h1>",
+		"/out/secret.txt": "<h1>lost</h1>",
+		"/out/":           "<h1>lost</h1>",
+		"/rel.txt":        "<h1>lost</h1>",
+		"/same.html":      "page",
+	} {
+		resp, err := http.Get(s.ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != want || strings.Contains(string(body), "secret") {
+			t.Errorf("%s: %d %q, want %q", path, resp.StatusCode, body, want)
+		}
+	}
+}
+
+// Range requests: one range is served (206); several get the whole file
+// (200), never a multipart reply bigger than the file; a suffix of zero
+// bytes is unsatisfiable (416).
+func TestStaticRange(t *testing.T) {
+	dir := t.TempDir()
+	page := strings.Repeat("0123456789", 400)
+	os.WriteFile(filepath.Join(dir, "page.html"), []byte(page), 0o644)
+	s := newTestServer(t, Options{Public: dir})
+	many := make([]string, 2000)
+	for i := range many {
+		many[i] = fmt.Sprintf("%d-%d", 2*i, 2*i) // 2,000 bytes of a 4,000-byte page
+	}
+	for _, tc := range []struct {
+		rng          string
+		code         int
+		body, crange string
+	}{
+		{"bytes=0-9", 206, page[:10], "bytes 0-9/4000"},
+		{"bytes=-5", 206, page[3995:], "bytes 3995-3999/4000"},
+		{"bytes=0-0,2-2", 200, page, ""},
+		{"bytes=" + strings.Join(many, ","), 200, page, ""},
+		{"bytes=-0", 416, "", "bytes */4000"},
+		{"bytes= -0", 416, "", "bytes */4000"},
+	} {
+		req, _ := http.NewRequest("GET", s.ts.URL+"/page.html", nil)
+		req.Header.Set("Range", tc.rng)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		short := tc.rng[:min(len(tc.rng), 30)]
+		if resp.StatusCode != tc.code || resp.Header.Get("Content-Range") != tc.crange {
+			t.Errorf("Range %s: %d %q, want %d %q", short, resp.StatusCode, resp.Header.Get("Content-Range"), tc.code, tc.crange)
+		}
+		if tc.code != 416 && string(body) != tc.body {
+			t.Errorf("Range %s: %d bytes, want %d", short, len(body), len(tc.body))
+		}
+	}
+}
+
 func TestParams(t *testing.T) {
 	s := newTestServer(t, Options{})
 	resp, err := http.Get(s.ts.URL + "/api/params")
@@ -1055,10 +1178,10 @@ var smallBufferDialer = websocket.Dialer{NetDialContext: func(ctx context.Contex
 	return c, err
 }}
 
-// A page that stops reading during model runs holds at most one of the
-// server's model slots: another page's runs go on.
+// A page that stops reading during model runs holds none of the server's
+// model slots: another page's runs go on.
 func TestSlowModelClientHoldsOneSlot(t *testing.T) {
-	s := newTestServer(t, Options{Limits: Limits{ModelRuns: 2, BackpressureWait: time.Minute, WriteWait: time.Minute}})
+	s := newTestServer(t, Options{Limits: Limits{ModelRuns: 1, WriteWait: time.Minute}})
 	slow, _, err := smallBufferDialer.Dial(s.url, nil)
 	if err != nil {
 		t.Fatal(err)

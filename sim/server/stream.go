@@ -1,45 +1,57 @@
 package server
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/web"
 )
 
 // A stream turns one run's events into `events` messages: at most
 // BatchEvents events or BatchWait of time per batch, one variant per batch,
 // events in the order they came. In model mode at most ModelEvents events
-// of a variant are sent (then one `truncated`), and a full client queue
-// slows the model down for up to BackpressureWait in total before batches
-// are dropped. In real mode nothing waits and each variant's events also
-// feed a Collector for the periodic `stats`.
+// of a variant are sent (then one `truncated`), and the run pauses while
+// its page has ModelQueue bytes unread (client.waitRoom), so no batch is
+// dropped. In real mode nothing waits (batches may be dropped) and each
+// variant's events also feed a Collector for the periodic `stats`.
 type stream struct {
-	c       *client
-	id      string
-	limit   int  // events per variant (0: no limit)
-	collect bool // keep a Collector per variant (real mode)
+	c     *client
+	id    string
+	limit int             // events per variant (0: no limit)
+	ctx   context.Context // model mode: the run's
+	turn  *turn           // model mode: the run's model slot; nil in real mode
 
-	mu       sync.Mutex
-	variant  string
-	buf      []byte
-	n        int       // events in buf
-	opened   time.Time // when buf got its first event
-	gen      int       // batch number, so a stale timer does nothing
-	timer    *time.Timer
-	sent     map[string]int
-	cut      map[string]bool
-	patience time.Duration
-	cols     map[string]*sim.Collector
-	changed  map[string]bool // variants with events since their last stats
-	order    []string        // variants in the order they first appeared
-	closed   bool
+	mu      sync.Mutex
+	variant string
+	buf     []byte
+	n       int       // events in buf
+	opened  time.Time // when buf got its first event
+	gen     int       // batch number, so a stale timer does nothing
+	timer   *time.Timer
+	sent    map[string]int
+	cut     map[string]bool
+	cols    map[string]*sim.Collector
+	changed map[string]bool // variants with events since their last stats
+	order   []string        // variants in the order they first appeared
+	closed  bool
+	err     error // model mode: why the run cannot go on (its page left)
 }
 
-func newStream(c *client, id string, limit int, collect bool, patience time.Duration) *stream {
+// newModelStream streams a model run holding t; newRealStream a real run.
+func newModelStream(ctx context.Context, c *client, id string, t *turn) *stream {
+	st := newStream(c, id)
+	st.ctx, st.turn, st.limit = ctx, t, c.s.limits.ModelEvents
+	return st
+}
+
+func newRealStream(c *client, id string) *stream { return newStream(c, id) }
+
+func newStream(c *client, id string) *stream {
 	return &stream{
-		c: c, id: id, limit: limit, collect: collect, patience: patience,
+		c: c, id: id,
 		sent: map[string]int{}, cut: map[string]bool{},
 		cols: map[string]*sim.Collector{}, changed: map[string]bool{},
 	}
@@ -50,10 +62,10 @@ func newStream(c *client, id string, limit int, collect bool, patience time.Dura
 func (st *stream) add(variant string, e *sim.Event) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.closed {
+	if st.closed || st.err != nil {
 		return
 	}
-	if st.collect {
+	if st.turn == nil {
 		col := st.cols[variant]
 		if col == nil {
 			col = &sim.Collector{}
@@ -77,7 +89,7 @@ func (st *stream) add(variant string, e *sim.Event) {
 	}
 	lim := st.c.s.limits
 	if st.n == 0 {
-		st.buf = appendBatchHead(getBuf(), st.id, variant)
+		st.buf = appendBatchHead(web.Buffer(), st.id, variant)
 		st.opened = time.Now()
 		st.gen++
 		gen := st.gen
@@ -107,7 +119,20 @@ func (st *stream) flushLocked() {
 	st.gen++
 	data := st.buf
 	st.buf, st.n = nil, 0
-	st.c.sendBatch(st.id, data, &st.patience) // closes it with server_ms
+	if st.turn == nil {
+		st.c.sendBatch(st.id, data, true)
+		return
+	}
+	if st.err == nil {
+		lim := st.c.s.limits
+		room := min(lim.ModelQueue, lim.ClientBuffer-len(data)-web.QueueOverhead-len(batchTailMax))
+		st.err = st.c.waitRoom(st.ctx, max(room, 0), st.turn, false)
+	}
+	if st.err != nil {
+		web.Recycle(data)
+		return
+	}
+	st.c.sendBatch(st.id, data, false) // closes it with server_ms
 	// A model run computes without blocking: let the write pumps (and
 	// other pages' goroutines) run now rather than at the scheduler's next
 	// preemption, up to 10 ms later: it cuts the delivery delay when many
@@ -122,15 +147,27 @@ func (st *stream) flush() {
 	st.mu.Unlock()
 }
 
-// drain flushes, then waits (within the run's patience) until the client
-// has taken every batch: a model run keeps its slot until its events are on
-// their way, so the pages streaming at once share the bandwidth between a
-// few runs and each batch arrives soon after it is made.
-func (st *stream) drain() {
+// drain flushes, then (model mode) waits until the page has taken every
+// batch: a model run keeps its slot while its events are on their way, so
+// the pages streaming at once share the bandwidth between a few runs and
+// each batch arrives soon after it is made; a page that stops taking them
+// loses the slot (client.waitRoom).
+func (st *stream) drain() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.flushLocked()
-	st.c.waitDrained(&st.patience)
+	if st.err == nil && st.turn != nil {
+		st.err = st.c.waitRoom(st.ctx, 0, st.turn, true)
+	}
+	return st.err
+}
+
+// failure is why a model run's stream cannot go on (its page or the run
+// ended while it waited), or nil.
+func (st *stream) failure() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.err
 }
 
 // close flushes and ignores any later event.

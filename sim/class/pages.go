@@ -1,0 +1,115 @@
+package class
+
+import (
+	_ "embed"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"time"
+)
+
+// The class's pages: the students' landing page (/class/), where the join
+// code is typed or arrives in the teacher's link; the teacher's page
+// (/class/teacher, behind the token); /class/info for the lab pages.
+
+// codeCookie carries the join code from the landing page to the lab
+// pages' join (the WebSocket upgrade sends it along).
+const codeCookie = "connlab_class_code"
+
+// Info is what GET /class/info answers: lab pages ask it to learn that
+// class mode is on.
+type Info struct {
+	Class      bool     `json:"class"`
+	PerStudent bool     `json:"per_student"`
+	Labs       []string `json:"labs"`
+}
+
+func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request) {
+	info := Info{Class: true, PerStudent: s.opt.PerStudent}
+	for _, l := range s.cat.Labs {
+		info.Labs = append(info.Labs, l.Name)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(info)
+}
+
+//go:embed teacher.html
+var teacherHTML string
+
+//go:embed landing.html
+var landingHTML string
+
+var (
+	teacherTmpl = template.Must(template.New("teacher").Parse(teacherHTML))
+	landingTmpl = template.Must(template.New("landing").Parse(landingHTML))
+)
+
+func (s *Server) serveTeacher(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if !s.isTeacher(r.URL.Query().Get("token")) {
+		http.Error(w, "This is the teacher's page: open the address `sim serve --class` printed (it carries the token).", http.StatusForbidden)
+		return
+	}
+	lang := r.URL.Query().Get("lang")
+	if lang != "ko" {
+		lang = "en"
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	teacherTmpl.Execute(w, map[string]any{"Token": s.token, "Lang": lang, "SeedZero": s.opt.Seed == 0 && !s.opt.PerStudent})
+}
+
+// serveLanding shows the labs and the join code's state. A ?code= (typed
+// in its form, or in the teacher's link) that is the class's code is kept
+// in a cookie for the lab pages' join; a wrong one counts against the
+// address like a wrong code in a join.
+func (s *Server) serveLanding(w http.ResponseWriter, r *http.Request) {
+	type labLink struct{ Name, Title, TitleKo string }
+	var labs []labLink
+	for _, l := range s.cat.Labs {
+		labs = append(labs, labLink{l.Name, l.Title["en"], l.Title["ko"]})
+	}
+	state := "none" // none, ok, wrong, blocked
+	if ck, err := r.Cookie(codeCookie); err == nil && s.codeIs(ck.Value) {
+		state = "ok"
+	}
+	if q := r.URL.Query(); q.Has("code") {
+		code := q.Get("code")
+		state = s.tryCode(remoteHost(r), code)
+		if state == "ok" {
+			norm, _ := NormalizeCode(code)
+			http.SetCookie(w, &http.Cookie{Name: codeCookie, Value: norm, Path: "/class", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		}
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	landingTmpl.Execute(w, map[string]any{"Labs": labs, "MaxName": s.lim.MaxName, "Code": state})
+}
+
+// tryCode checks a join code sent from addr (typed on the landing page or
+// in a join): "ok", "wrong" (and counted against addr) or "blocked" (addr
+// sent too many wrong codes in the last minute).
+func (s *Server) tryCode(addr, code string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tryCodeLocked(addr, code)
+}
+
+func (s *Server) tryCodeLocked(addr, code string) string {
+	u := s.addrUseLocked(addr)
+	defer s.tidyAddrLocked(addr)
+	now := time.Now().Unix()
+	for len(u.wrong) > 0 && u.wrong[0] <= now-60 {
+		u.wrong = u.wrong[1:]
+	}
+	switch {
+	case len(u.wrong) >= s.lim.WrongCodes:
+		return "blocked"
+	case s.codeIsLocked(code):
+		return "ok"
+	}
+	u.wrong = append(u.wrong, now)
+	return "wrong"
+}

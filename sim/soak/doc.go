@@ -1,0 +1,6 @@
+// Package soak holds the soak test of sim serve (soak_test.go): many model
+// runs and real validations through one server process, whose resources
+// (memory, open files, goroutines, child processes, network namespaces,
+// temporary folders) must return to where they were. It runs with
+// CONNLAB_SOAK=1, in make test's last stage beside the real-server tests.
+package soak

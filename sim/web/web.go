@@ -1,0 +1,44 @@
+// Package web is what sim serve's two WebSocket services share: package
+// server (the lab pages' runs on /ws) and package class (class mode on
+// /class/ws). It holds the same-origin rule, the one WebSocket connection
+// type (Conn: a read pump, a single writer, a bounded queue, size limits),
+// and the index of the pages and their languages (Index).
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// SameOrigin accepts a WebSocket upgrade without an Origin header (not a
+// browser) or whose Origin's host:port is the Host the request was sent to.
+func SameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+// Clip shortens s to at most n bytes (on a rune boundary), marking a cut
+// with "…": every string a server echoes back to a client goes through it,
+// so a reply never grows with what the client sent.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	mark := "…"
+	if n < len(mark) {
+		mark = ""
+	}
+	cut := max(n-len(mark), 0)
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + mark
+}
