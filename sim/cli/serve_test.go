@@ -118,6 +118,10 @@ func TestServe(t *testing.T) {
 	if code, body, h := get(t, base+"/api/params"); code != 200 || body != wantParams || h.Get("Content-Type") != "application/json" {
 		t.Errorf("/api/params: %d %s, differs from sim params --json", code, h.Get("Content-Type"))
 	}
+	// The pages ask which host served them; the built site says no server.
+	if code, body, _ := get(t, base+"/api/server.json"); code != 200 || strings.TrimSpace(body) != `{"class":false,"real":true,"server":true}` {
+		t.Errorf("/api/server.json: %d %s", code, body)
+	}
 
 	// The run's summaries are sim run --json's.
 	out, _, code := runSim(t, "run", "--json", "--block", "workers", phpLab)
