@@ -7,10 +7,21 @@ ADDR    ?= 127.0.0.1:8080
 HUGO    := $(GO) tool hugo
 PAGES   := $(filter-out %.ko.md,$(wildcard labs/*.md content/*.md))
 
-.PHONY: build data site serve dev test vet bench
+.PHONY: build data site serve dev test vet bench php
 
 build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
+
+# The real PHP 8.5 of the PHP lab: PHP compiled to WebAssembly for Node.js
+# (@php-wasm, GPL-2.0-or-later), run by the harness as a separate program.
+# npm installs exactly the lockfile's versions, only PHP 8.5's runtime
+# (about 70 MB). Without npm the PHP tests skip, saying why.
+PHPDIR := sim/phpwasm/node
+php: $(PHPDIR)/node_modules/.package-lock.json
+$(PHPDIR)/node_modules/.package-lock.json: $(PHPDIR)/package.json $(PHPDIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  echo "npm ci ($(PHPDIR))"; cd $(PHPDIR) && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the real PHP 8.5 runtime is not installed (apt-get install nodejs npm)"; fi
 
 # Numbers the pages print come from the model: every page's ```sim blocks
 # run here (site/data/results/PAGE.json, with their time series), and the
@@ -35,7 +46,7 @@ data: build
 site: data
 	$(HUGO) --gc --minify -s site -d ../public
 
-serve: site
+serve: site php
 	$(BIN) serve --addr $(ADDR) --public public
 
 # For authors: Hugo rebuilds public/ on every change to a page, layout or
@@ -55,7 +66,7 @@ vet:
 # The real-server tests measure time on loopback, so they run last and
 # alone: browsers and builds on the same two cores would slow them down.
 REALPKG := ./sim/harness
-test: vet
+test: vet php
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/sim/harness$$')
 	$(GO) test -race -count=1 -timeout 20m $(REALPKG)
 

@@ -1,0 +1,394 @@
+// connlab's PHP 8.5 worker process: one Node process holds one PHP runtime
+// (PHP 8.5 compiled to WebAssembly, @php-wasm), so the process's lifetime is
+// the runtime's, as a PHP-FPM child's. It speaks the harness's worker line
+// protocol on stdin/stdout (JSON lines): a {"config": ...} line, then
+// {"job": ...} lines; it answers {"ready": true}, {"ev": ...} events,
+// {"done": req, "fail": bool, "end": unixNanos} and {"error": "..."}.
+//
+// Each job runs the lab's PHP script as one request (php.run: request
+// startup and shutdown), so request-scoped handles die and
+// curl_share_init_persistent() handles survive into the next job.
+//
+// The runtime's network is replaced at three points, each where php-wasm's
+// emulation differs from Linux in a way libcurl notices:
+//   - sockets: every PHP socket is one real TCP connection from this process
+//     to the (loopback) server, not a WebSocket to a proxy;
+//   - getaddrinfo: a real DNS query to the harness's server, blocking as
+//     libcurl's synchronous resolver does (php-wasm answers with a made-up
+//     address at once and resolves later, in its proxy);
+//   - select(): php-wasm polls a read set for POLLIN|POLLOUT, so any open
+//     socket looks readable, and libcurl's dead-connection check closes every
+//     idle connection it examines (FIX_SELECT below; see the findings).
+import { createRequire } from 'node:module';
+import { EventEmitter } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+
+// Event kinds (sim.Kind).
+const KIND = { call: 0, open: 1, close: 3 };
+
+const out = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+const fail = (msg) => {
+  out({ error: msg });
+  process.exit(1);
+};
+
+// --- clock -------------------------------------------------------------
+// PHP's hrtime() is emscripten's monotonic clock, performance.now() in this
+// process; wall time is timeOrigin + performance.now().
+const nowNs = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+const hrToWallNs = (hr) => BigInt(Math.round(performance.timeOrigin * 1e6)) + BigInt(hr);
+
+// sleepUntil waits until wall time t (Unix ns): a timer for most of it,
+// then a short spin, so a request arrives when it is due.
+async function sleepUntil(t) {
+  for (;;) {
+    const left = Number(t - nowNs()) / 1e6;
+    if (left <= 0) return;
+    if (left > 2) await new Promise((ok) => setTimeout(ok, left - 1.5));
+    else await new Promise((ok) => setImmediate(ok));
+  }
+}
+
+// --- config ------------------------------------------------------------
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+const it = lines[Symbol.asyncIterator]();
+const first = await it.next();
+if (first.done) process.exit(0);
+let cfg;
+try {
+  cfg = JSON.parse(first.value).config;
+} catch (e) {
+  fail(`php driver: bad config line: ${e.message}`);
+}
+if (!cfg || !cfg.scenario) fail('php driver: the first line must be {"config": {...}} with a scenario');
+const s = cfg.scenario;
+const php = cfg.php || {};
+if (!php.script) fail('php driver: config.php.script is missing (the lab script to run)');
+if (!fs.existsSync(php.script)) fail(`php driver: config.php.script: no such file ${php.script}`);
+const prepend = php.prepend || path.join(here, '..', 'connlab.php');
+const FIX_SELECT = php.stock_select !== true;
+
+function loopback(host) {
+  return /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1';
+}
+const upstream = cfg.upstream || '';
+const [upHost, upPort] = [upstream.slice(0, upstream.lastIndexOf(':')), upstream.slice(upstream.lastIndexOf(':') + 1)];
+if (!loopback(upHost)) fail(`php driver: upstream ${JSON.stringify(upstream)} is not a loopback address`);
+if (cfg.dns) {
+  const h = cfg.dns.slice(0, cfg.dns.lastIndexOf(':'));
+  if (!loopback(h)) fail(`php driver: dns ${JSON.stringify(cfg.dns)} is not a loopback address`);
+}
+const apiHost = php.host || 'api.connlab.test';
+const scheme = s.TLS === 'none' ? 'http' : 'https';
+const url = `${scheme}://${apiHost}:${upPort}/v1/geocode`;
+const worker = cfg.worker || 1;
+const holdMs = (s.DNS || 0) / 1e6; // the DNS server answers at once; the wait is here (as the Go worker's resolver.hold)
+
+// --- run clock and events --------------------------------------------
+let base = null; // the run's start, Unix ns (BigInt)
+const since = (wallNs) => (base === null ? 0 : Number(wallNs - base));
+const emit = (ev) => out({ ev });
+
+// --- sockets: the fake WebSocket that is a TCP connection ---------------
+let memory = null; // the wasm memory, for socket options
+let nextConn = 0;
+let pendingSock = null; // the emscripten socket a URL was made for
+const open = new Set();
+let closeReason = 'end-of-request';
+
+class TCPPeer extends EventEmitter {
+  static CONNECTING = 0;
+  static OPEN = 1;
+  static CLOSING = 2;
+  static CLOSED = 3;
+  constructor(wsURL) {
+    super();
+    Object.assign(this, { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 });
+    this.readyState = 0;
+    this.binaryType = 'arraybuffer';
+    const m = /^wss?:\/\/\[?([^\]/]+?)\]?:(\d+)/.exec(wsURL);
+    this.id = ++nextConn;
+    this.started = nowNs();
+    this.peerEOF = false;
+    // curl reads the socket's local port with getsockname() when it
+    // connects, before the TCP connection exists here: it gets this id,
+    // which report() returns as CURLINFO_LOCAL_PORT.
+    if (pendingSock) {
+      pendingSock.sport = this.id;
+      pendingSock.saddr = '127.0.0.1';
+      pendingSock = null;
+    }
+    if (!m || !loopback(m[1])) {
+      setImmediate(() => {
+        this.readyState = 3;
+        this.emit('error', new Error(`connlab: only loopback connections, not ${wsURL}`));
+        this.emit('close');
+      });
+      return;
+    }
+    this.tcp = net.connect({ host: m[1], port: Number(m[2]), allowHalfOpen: true });
+    open.add(this);
+    this.tcp.on('connect', () => {
+      this.localPort = this.tcp.localPort;
+      this.readyState = 1;
+      emit({ k: KIND.open, at: since(this.started), n: this.id, lp: this.localPort });
+      this.emit('open');
+    });
+    this.tcp.on('data', (b) => this.emit('message', b, true));
+    this.tcp.on('end', () => {
+      // The server closed: reads now see end of file. The socket stays
+      // half open (CLOSE_WAIT) until libcurl closes it.
+      this.peerEOF = true;
+      this.readyState = 3;
+      this.emit('close');
+    });
+    this.tcp.on('error', (e) => {
+      this.readyState = 3;
+      this.emit('error', e);
+      this.emit('close');
+    });
+  }
+  send(data) {
+    this.tcp.write(Buffer.from(data));
+  }
+  setSocketOpt(level, name, valuePtr) {
+    const v = memory ? new Int32Array(memory.buffer)[valuePtr >> 2] : 1;
+    if (level === 6 && name === 1) this.tcp?.setNoDelay(!!v);
+    if (level === 1 && name === 9) this.tcp?.setKeepAlive(!!v);
+  }
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.readyState = 3;
+    if (this.tcp) {
+      open.delete(this);
+      const by = this.peerEOF ? 'server' : 'client';
+      emit({ k: KIND.close, at: since(nowNs()), n: this.id, lp: this.localPort, by, rs: this.peerEOF ? 'closed' : closeReason });
+      this.tcp.end();
+      this.tcp.destroySoon?.();
+    }
+  }
+  addEventListener(ev, f) {
+    this.on(ev, f);
+  }
+  removeEventListener(ev, f) {
+    this.off(ev, f);
+  }
+}
+
+// --- DNS: a real query, answered while the main thread waits -------------
+let dnsThread = null;
+const dnsShared = new SharedArrayBuffer(8 + 512);
+const dnsState = new Int32Array(dnsShared, 0, 2);
+function resolve(name) {
+  if (!cfg.dns) return { addr: '127.0.0.1' }; // dns = 0: nothing to resolve
+  if (!dnsThread) {
+    dnsThread = new Worker(path.join(here, 'dns-worker.mjs'), { workerData: { shared: dnsShared } });
+    dnsThread.unref();
+  }
+  const sent = performance.now();
+  Atomics.store(dnsState, 0, 0);
+  dnsThread.postMessage({ name, server: cfg.dns });
+  if (Atomics.wait(dnsState, 0, 0, 15000) === 'timed-out') return { error: 'timeout' };
+  const n = Atomics.load(dnsState, 1);
+  const a = JSON.parse(Buffer.from(new Uint8Array(dnsShared, 8, n)).toString());
+  const left = sent + holdMs - performance.now();
+  if (left > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, left);
+  if (a.addr && !loopback(a.addr)) return { error: `answer ${a.addr} is not a loopback address` };
+  return a;
+}
+
+// --- the runtime ---------------------------------------------------------
+const { PHP, loadPHPRuntime } = await import(require.resolve('@php-wasm/universal'));
+const node85 = await import(require.resolve('@php-wasm/node-8-5'));
+const jspi = await node85.jspi();
+const loader = await node85.getPHPLoaderModule();
+const wasmModule = await WebAssembly.compile(fs.readFileSync(loader.dependencyFilename));
+
+function patchImports(env, getExports) {
+  const cstr = (p) => {
+    const b = new Uint8Array(memory.buffer);
+    let e = p;
+    while (b[e]) e++;
+    return Buffer.from(b.subarray(p, e)).toString();
+  };
+  let ipPtr = 0;
+  const origGAI = env.getaddrinfo;
+  env.getaddrinfo = (node, service, hint, res) => {
+    if (node) {
+      const name = cstr(node);
+      if (!/^[\d.]+$/.test(name) && name.includes('.')) {
+        const a = resolve(name);
+        if (a.error) return -2; // EAI_NONAME: curl reports "Could not resolve host"
+        const ex = getExports();
+        if (!ipPtr) ipPtr = ex.malloc(16);
+        new Uint8Array(memory.buffer).set(Buffer.from(a.addr + '\0'), ipPtr);
+        return origGAI(ipPtr, service, hint, res);
+      }
+    }
+    return origGAI(node, service, hint, res);
+  };
+  if (FIX_SELECT) {
+    // php-wasm's select() polls each fd of the read set for POLLIN|POLLOUT
+    // (5); a read set asks about reading only.
+    const origPoll = env.wasm_poll_socket;
+    env.wasm_poll_socket = (fd, events, timeout) => origPoll(fd, events === 5 ? 1 : events, timeout);
+  }
+}
+
+async function newRuntime() {
+  let inst = null;
+  const id = await loadPHPRuntime(loader, {
+    websocket: {
+      subprotocol: 'binary',
+      url: (sock, addr, port) => {
+        pendingSock = sock;
+        return `ws://${addr}:${port}/`;
+      },
+      decorator: () => TCPPeer,
+    },
+    instantiateWasm(info, done) {
+      patchImports(info.env, () => inst.exports);
+      WebAssembly.instantiate(wasmModule, info).then((i) => {
+        inst = i;
+        memory = info.env.memory || i.exports.memory;
+        done(i, wasmModule);
+      }, (e) => fail(`php driver: instantiating PHP: ${e.message}`));
+      return {};
+    },
+  });
+  const p = new PHP(id);
+  p.mkdir('/connlab');
+  p.writeFile('/connlab/connlab.php', fs.readFileSync(prepend));
+  p.writeFile('/connlab/script.php', fs.readFileSync(php.script));
+  p.writeFile('/connlab/run.php', "<?php\nrequire '/connlab/connlab.php';\nrequire '/connlab/script.php';\n");
+  if (cfg.ca) p.writeFile('/connlab/ca.pem', Buffer.from(cfg.ca, 'base64'));
+  return p;
+}
+
+let runtime = await newRuntime();
+let versions = null;
+{
+  const r = await runtime.run({ code: '<?php $v = curl_version(); echo json_encode(["php" => PHP_VERSION, "curl" => $v["version"], "ssl" => $v["ssl_version"]]);' });
+  versions = { ...JSON.parse(r.text), runtime: `WebAssembly (${jspi ? 'JSPI' : 'Asyncify'}), Node ${process.versions.node}`, select_fix: FIX_SELECT };
+}
+
+// serve runs one web request; it returns whether a call failed.
+async function serve(j) {
+  const calls = s.CallsPerRequest ?? 1;
+  const sets = s.ShareSets && s.ShareSets.length ? s.ShareSets : [['dns', 'connect', 'ssl_session']];
+  const set = sets[(j.req - 1) % sets.length];
+  const env = {
+    CONNLAB_URL: url,
+    CONNLAB_CALLS: String(calls),
+    CONNLAB_CA: cfg.ca ? '/connlab/ca.pem' : '',
+    CONNLAB_SHARE_SET: JSON.stringify(set),
+  };
+  if (s.AppTime) await new Promise((ok) => setTimeout(ok, s.AppTime / 1e6));
+  closeReason = 'end-of-request';
+  const started = nowNs();
+  let r;
+  try {
+    r = await runtime.run({ scriptPath: '/connlab/run.php', $_SERVER: env, env });
+  } catch (e) {
+    r = { text: JSON.stringify({ error: `PHP: ${e.message}` }) + '\n' };
+  }
+  let failed = false;
+  let n = 0;
+  for (const line of r.text.split('\n')) {
+    if (!line.trim()) continue;
+    let m;
+    try {
+      m = JSON.parse(line);
+    } catch {
+      m = { error: `PHP printed: ${line.slice(0, 300)}` };
+    }
+    if (m.check !== undefined) {
+      out({ php: { req: j.req, ...m } });
+      continue;
+    }
+    if (m.call === undefined) {
+      // An exception the script did not catch: the request failed, as one
+      // call that never started.
+      n++;
+      const at = since(nowNs());
+      emit({ k: KIND.call, at, r: j.req, c: n, w: worker, s: since(started), er: m.error });
+      failed = true;
+      continue;
+    }
+    n = m.call;
+    const end = hrToWallNs(m.end_ns);
+    const total = m.total_us * 1000;
+    const ev = { k: KIND.call, at: since(end), r: j.req, c: m.call, w: worker, s: since(end) - total, t: total, st: m.starttransfer_us * 1000 };
+    if (m.local_port) ev.n = m.local_port;
+    const peer = [...open].find((p) => p.id === m.local_port);
+    if (peer?.localPort) ev.lp = peer.localPort;
+    if (m.num_connects > 0) {
+      ev.nc = true;
+      ev.nl = m.namelookup_us * 1000;
+      ev.co = m.connect_us * 1000;
+      ev.ac = m.appconnect_us * 1000;
+    } else {
+      ev.ru = true;
+    }
+    if (m.errno) {
+      ev.er = `curl error ${m.errno}: ${m.error}`;
+      failed = true;
+    }
+    emit(ev);
+  }
+  return failed;
+}
+
+// exit closes what the process keeps, as the kernel would at its exit.
+function closeAll() {
+  closeReason = 'worker-exit';
+  for (const p of [...open]) p.close();
+}
+
+out({ ready: true, versions });
+const running = [];
+let linger = false;
+for (;;) {
+  const { value, done } = await it.next();
+  if (done) break;
+  let m;
+  try {
+    m = JSON.parse(value);
+  } catch (e) {
+    fail(`php driver: bad line: ${e.message}`);
+  }
+  const j = m.job;
+  if (!j) continue;
+  if (base === null && j.t0) base = BigInt(j.t0);
+  if (j.exit) {
+    linger = !!j.linger;
+    break;
+  }
+  // One request at a time, as a PHP worker serves them (threads = 1).
+  await Promise.all(running.splice(0));
+  const p = (async () => {
+    if (j.at) await sleepUntil(BigInt(j.at));
+    const failed = await serve(j);
+    out({ done: j.req, fail: failed, end: Number(nowNs()) });
+  })();
+  running.push(p);
+  await p;
+}
+await Promise.all(running);
+closeAll();
+if (linger) {
+  for (;;) {
+    const { done } = await it.next();
+    if (done) break;
+  }
+}
+process.exit(0);
