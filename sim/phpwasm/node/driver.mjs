@@ -95,7 +95,8 @@ const holdMs = (s.DNS || 0) / 1e6; // the DNS server answers at once; the wait i
 // --- run clock and events --------------------------------------------
 let base = null; // the run's start, Unix ns (BigInt)
 const since = (wallNs) => (base === null ? 0 : Number(wallNs - base));
-const emit = (ev) => out({ ev });
+let quiet = false; // warm-up: its connections are not the run's
+const emit = (ev) => quiet || out({ ev });
 
 // --- sockets: the fake WebSocket that is a TCP connection ---------------
 let memory = null; // the wasm memory, for socket options
@@ -188,12 +189,14 @@ class TCPPeer extends EventEmitter {
 let dnsThread = null;
 const dnsShared = new SharedArrayBuffer(8 + 512);
 const dnsState = new Int32Array(dnsShared, 0, 2);
+function startDNSThread() {
+  Atomics.store(dnsState, 0, 0);
+  dnsThread = new Worker(path.join(here, 'dns-worker.mjs'), { workerData: { shared: dnsShared } });
+  dnsThread.unref();
+  if (Atomics.wait(dnsState, 0, 0, 15000) === 'timed-out') fail('php driver: the DNS thread did not start');
+}
 function resolve(name) {
   if (!cfg.dns) return { addr: '127.0.0.1' }; // dns = 0: nothing to resolve
-  if (!dnsThread) {
-    dnsThread = new Worker(path.join(here, 'dns-worker.mjs'), { workerData: { shared: dnsShared } });
-    dnsThread.unref();
-  }
   const sent = performance.now();
   Atomics.store(dnsState, 0, 0);
   dnsThread.postMessage({ name, server: cfg.dns });
@@ -244,7 +247,7 @@ function patchImports(env, getExports) {
   }
 }
 
-async function newRuntime() {
+async function newRuntime(lab = true) {
   let inst = null;
   const id = await loadPHPRuntime(loader, {
     websocket: {
@@ -268,12 +271,75 @@ async function newRuntime() {
   const p = new PHP(id);
   p.mkdir('/connlab');
   p.writeFile('/connlab/connlab.php', fs.readFileSync(prepend));
+  if (!lab) return p;
   p.writeFile('/connlab/script.php', fs.readFileSync(php.script));
   p.writeFile('/connlab/run.php', "<?php\nrequire '/connlab/connlab.php';\nrequire '/connlab/script.php';\n");
   if (cfg.ca) p.writeFile('/connlab/ca.pem', Buffer.from(cfg.ca, 'base64'));
   return p;
 }
 
+// warmUp runs full HTTPS calls in a throwaway runtime against a private TLS
+// server of this process, with no delay, before the worker says it is
+// ready: V8 compiles PHP's WebAssembly lazily and optimises it as it runs,
+// so a fresh process's first calls are many times slower than a warm
+// worker's (a first call took 1.2 s). The compiled code belongs to the
+// module, which every runtime of this process shares; no connection,
+// session or DNS answer carries over. The same calls measure a full TLS
+// handshake here (curl's appconnect less connect on a path with no delay):
+// the CPU a handshake costs this client (and the private server).
+async function warmUp() {
+  const tls = await import('node:tls');
+  const pem = Buffer.from(s.Cert === 'ecdsa-p256' ? cfg.warm.ECDSAPEM : cfg.warm.RSAPEM, 'base64').toString();
+  const v = s.TLS === '1.2' ? 'TLSv1.2' : 'TLSv1.3';
+  const body = 'x'.repeat(Math.max(0, Math.min(s.ResponseBytes || 200, 100000) - 100));
+  const srv = tls.createServer({ key: pem, cert: pem, minVersion: v, maxVersion: v, ecdhCurve: 'P-256', sessionTimeout: 0, ticketKeys: undefined }, (c) => {
+    let buf = '';
+    c.on('data', (d) => {
+      buf += d;
+      while (buf.includes('\r\n\r\n')) {
+        buf = buf.slice(buf.indexOf('\r\n\r\n') + 4);
+        c.write(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      }
+    });
+    c.on('error', () => {});
+  });
+  srv.on('tlsClientError', () => {});
+  await new Promise((ok) => srv.listen(0, '127.0.0.1', ok));
+  const port = srv.address().port;
+  const w = await newRuntime(false);
+  w.writeFile('/connlab/ca.pem', Buffer.from(cfg.warm.CAPEM, 'base64'));
+  w.writeFile('/connlab/warm.php', `<?php
+for ($i = 0; $i < 12; $i++) {
+    $ch = curl_init('https://${apiHost}:${port}/');
+    curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => '/connlab/ca.pem',
+        CURLOPT_RESOLVE => ['${apiHost}:${port}:127.0.0.1'], CURLOPT_SSL_SESSIONID_CACHE => false]);
+    curl_exec($ch);
+    $hs = curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T);
+    curl_exec($ch);
+    echo curl_errno($ch) ? 'error: ' . curl_error($ch) : $hs, "\n";
+    curl_close($ch);
+}`);
+  let hs = [];
+  for (let round = 0; round < 2; round++) {
+    const r = await w.run({ scriptPath: '/connlab/warm.php' });
+    const ls = r.text.trim().split('\n');
+    if (ls.some((l) => l.startsWith('error'))) fail(`php driver: warm-up: ${ls.find((l) => l.startsWith('error'))}`);
+    hs = ls.map(Number);
+  }
+  w.exit?.();
+  srv.close();
+  hs.sort((a, b) => a - b);
+  return hs[hs.length >> 1] * 1000; // ns
+}
+
+let handshakeCPU = 0;
+if (cfg.dns) startDNSThread(); // 0.2 s, before any lookup is timed
+if (cfg.warm && s.TLS !== 'none') {
+  quiet = true;
+  handshakeCPU = await warmUp();
+  quiet = false;
+  nextConn = 0;
+}
 let runtime = await newRuntime();
 let versions = null;
 {
@@ -354,7 +420,7 @@ function closeAll() {
   for (const p of [...open]) p.close();
 }
 
-out({ ready: true, versions });
+out({ ready: true, versions, handshake_cpu: handshakeCPU });
 const running = [];
 let linger = false;
 for (;;) {
