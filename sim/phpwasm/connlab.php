@@ -2,10 +2,10 @@
 // The harness's side of a lab script, prepended to it: where the API is,
 // how many calls a request makes, and report(), which prints what curl
 // measured as one JSON line for the driver. The lab's own code is the
-// script after it. Inputs come from the environment (or $_SERVER).
+// script after it. Inputs come from $_SERVER, the query (php -S) or the environment.
 function connlab_input(string $k, string $def = ''): string
 {
-    $v = $_SERVER[$k] ?? getenv($k);
+    $v = $_SERVER[$k] ?? $_GET[$k] ?? getenv($k);
     return ($v === false || $v === null) ? $def : (string) $v;
 }
 
@@ -40,6 +40,7 @@ function report(CurlHandle $ch): void
     echo json_encode([
         'call' => $GLOBALS['connlab_call'],
         'end_ns' => $end,
+        'end_wall_us' => (int) (microtime(true) * 1e6),
         'num_connects' => curl_getinfo($ch, CURLINFO_NUM_CONNECTS),
         'namelookup_us' => curl_getinfo($ch, CURLINFO_NAMELOOKUP_TIME_T),
         'connect_us' => curl_getinfo($ch, CURLINFO_CONNECT_TIME_T),

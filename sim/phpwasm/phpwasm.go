@@ -36,6 +36,25 @@ type Config struct {
 	StockSelect bool `json:"stock_select,omitempty"`
 	// Host is the API's host name (default api.connlab.test).
 	Host string `json:"host,omitempty"`
+	// Binary, when set, is a PHP CLI (Debian's /usr/bin/php, PHP 8.2) that
+	// runs the script instead of PHP 8.5 in WebAssembly: the worker is one
+	// `php -S` process and each job one HTTP request to it. Its libcurl is
+	// given the API's address (CURLOPT_RESOLVE): no lookup is made.
+	Binary string `json:"binary,omitempty"`
+}
+
+// FindNative returns a PHP CLI with the curl extension, for the "before
+// 8.5" row, or an error saying what is missing.
+func FindNative() (string, string, error) {
+	p, err := exec.LookPath("php")
+	if err != nil {
+		return "", "", errors.New("phpwasm: no php on PATH (apt-get install php-cli php-curl)")
+	}
+	out, err := exec.Command(p, "-r", `echo function_exists("curl_init") ? PHP_VERSION : "no curl";`).Output()
+	if err != nil || string(out) == "no curl" {
+		return "", "", fmt.Errorf("phpwasm: %s has no curl extension (apt-get install php-curl)", p)
+	}
+	return p, string(out), nil
 }
 
 // Versions is what the driver reports in its ready line.

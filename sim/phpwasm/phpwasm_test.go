@@ -79,7 +79,7 @@ type certs struct {
 	leaf           tls.Certificate
 }
 
-func newCerts(t *testing.T) *certs {
+func newCerts(t testing.TB) *certs {
 	t.Helper()
 	caKey, _ := rsa.GenerateKey(rand.Reader, 2048)
 	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "phpwasm test CA"},
@@ -115,7 +115,7 @@ type upstream struct {
 	accepted atomic.Int64
 }
 
-func startUpstream(t *testing.T, c *certs, idle time.Duration) *upstream {
+func startUpstream(t testing.TB, c *certs, idle time.Duration) *upstream {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -143,7 +143,7 @@ func startUpstream(t *testing.T, c *certs, idle time.Duration) *upstream {
 
 // startDNS answers A queries under connlab.test with 127.0.0.1 at once (the
 // driver holds the answer for the scenario's dns) and counts them.
-func startDNS(t *testing.T) (string, *atomic.Int64) {
+func startDNS(t testing.TB) (string, *atomic.Int64) {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -166,7 +166,7 @@ func startDNS(t *testing.T) (string, *atomic.Int64) {
 
 // proc is one driver process.
 type proc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	lines  chan line
@@ -183,9 +183,17 @@ type opts struct {
 	dns      string
 	warm     bool
 	stock    bool
+	binary   string // a PHP CLI instead of PHP 8.5 in WebAssembly
 }
 
-func startDriver(t *testing.T, c *certs, up *upstream, o opts) *proc {
+func startDriver(t testing.TB, c *certs, up *upstream, o opts) *proc {
+	t.Helper()
+	return startDriverCerts(t, c, c, up, o)
+}
+
+// startDriverCerts starts a driver whose calls trust c's CA and whose
+// warm-up server uses warm's certificate.
+func startDriverCerts(t testing.TB, c, warm *certs, up *upstream, o opts) *proc {
 	t.Helper()
 	driver, node, err := Find(root)
 	if err != nil {
@@ -225,9 +233,9 @@ func startDriver(t *testing.T, c *certs, up *upstream, o opts) *proc {
 		close(p.lines)
 	}()
 	cfg := map[string]any{"setup": "http", "worker": 1, "upstream": up.addr, "dns": o.dns, "ca": c.caPEM, "scenario": o.scenario,
-		"php": Config{Script: o.script, StockSelect: o.stock}}
+		"php": Config{Script: o.script, StockSelect: o.stock, Binary: o.binary}}
 	if o.warm {
-		cfg["warm"] = map[string][]byte{"CAPEM": c.caPEM, "RSAPEM": c.leafPEM}
+		cfg["warm"] = map[string][]byte{"CAPEM": warm.caPEM, "RSAPEM": warm.leafPEM}
 	}
 	p.send(map[string]any{"config": cfg})
 	p.ready = p.next()
@@ -601,6 +609,68 @@ func TestStdinEnd(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the driver still runs 10 s after its stdin ended")
+	}
+}
+
+// TestBefore85 runs the lab's scripts on Debian's PHP (8.2) as one php -S
+// worker, and the page's fallback code on both: before 8.5 the fallback
+// connects on every request and curl_share_init_persistent() does not
+// exist; on 8.5 the same code connects once.
+func TestBefore85(t *testing.T) {
+	bin, ver, err := FindNative()
+	if err != nil {
+		t.Skip(err)
+	}
+	if strings.HasPrefix(ver, "8.5") || ver >= "8.5" {
+		t.Skipf("the php on PATH is %s, not a PHP before 8.5", ver)
+	}
+	c := newCerts(t)
+	dir := must(filepath.Abs(labDir))
+	for _, tc := range []struct {
+		name, script, binary string
+		want                 []int
+		err                  string
+	}{
+		{"fallback-" + ver, "fallback.php", bin, []int{1, 1, 1, 1}, ""},
+		{"share-" + ver, "share.php", bin, []int{1, 1, 1, 1}, ""},
+		{"persistent-" + ver, "persistent.php", bin, nil, "Error: Call to undefined function curl_share_init_persistent()"},
+		{"fallback-8.5", "fallback.php", "", []int{1, 0, 0, 0}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := startUpstream(t, c, 0)
+			s := scenario("process", 1)
+			p := startDriver(t, c, up, opts{script: filepath.Join(dir, tc.script), scenario: s, binary: tc.binary})
+			var got []int
+			var errs []string
+			for r := 1; r <= 4; r++ {
+				for _, e := range p.serve(r) {
+					if e.ER != "" {
+						errs = append(errs, e.ER)
+						continue
+					}
+					got = append(got, connects([]wire{e})...)
+					if e.T <= 0 || e.N == 0 {
+						t.Errorf("request %d: total %d, connection %d: want both set", r, e.T, e.N)
+					}
+				}
+			}
+			p.exit()
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("num_connects = %v, want %v", got, tc.want)
+			}
+			if tc.err != "" && (len(errs) != 4 || errs[0] != tc.err) {
+				t.Errorf("errors %q, want %q on each of 4 requests", errs, tc.err)
+			}
+			if tc.err == "" && len(errs) > 0 {
+				t.Errorf("errors: %q", errs)
+			}
+			if v := p.ready.Versions.PHP; tc.binary != "" && v != ver {
+				t.Errorf("versions.php = %q, want %q", v, ver)
+			}
+			if int64(len(tc.want)) > 0 && up.accepted.Load() != int64(slices.Index(append(slices.Clone(tc.want), 0), 0)) {
+				t.Errorf("the server accepted %d connections for num_connects %v", up.accepted.Load(), tc.want)
+			}
+		})
 	}
 }
 

@@ -75,6 +75,14 @@ if (!php.script) fail('php driver: config.php.script is missing (the lab script 
 if (!fs.existsSync(php.script)) fail(`php driver: config.php.script: no such file ${php.script}`);
 const prepend = php.prepend || path.join(here, '..', 'connlab.php');
 const FIX_SELECT = php.stock_select !== true;
+// NATIVE: php.binary names a PHP CLI (Debian's PHP 8.2, say), which runs
+// the script instead of the WebAssembly runtime: one `php -S` process
+// (the built-in web server, one worker) is this worker's PHP process, and
+// each job is one HTTP request to it. libcurl there uses the system's
+// resolver, so the API's name is given its address (CURLOPT_RESOLVE) and
+// no lookup is made or timed; sockets are the kernel's, so no open or
+// close events are reported.
+const NATIVE = !!php.binary;
 
 function loopback(host) {
   return /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1';
@@ -210,11 +218,14 @@ function resolve(name) {
 }
 
 // --- the runtime ---------------------------------------------------------
-const { PHP, loadPHPRuntime } = await import(require.resolve('@php-wasm/universal'));
-const node85 = await import(require.resolve('@php-wasm/node-8-5'));
-const jspi = await node85.jspi();
-const loader = await node85.getPHPLoaderModule();
-const wasmModule = await WebAssembly.compile(fs.readFileSync(loader.dependencyFilename));
+let PHP, loadPHPRuntime, jspi, loader, wasmModule;
+if (!NATIVE) {
+  ({ PHP, loadPHPRuntime } = await import(require.resolve('@php-wasm/universal')));
+  const node85 = await import(require.resolve('@php-wasm/node-8-5'));
+  jspi = await node85.jspi();
+  loader = await node85.getPHPLoaderModule();
+  wasmModule = await WebAssembly.compile(fs.readFileSync(loader.dependencyFilename));
+}
 
 function patchImports(env, getExports) {
   const cstr = (p) => {
@@ -334,15 +345,67 @@ for ($i = 0; $i < 12; $i++) {
 
 let handshakeCPU = 0;
 if (cfg.dns) startDNSThread(); // 0.2 s, before any lookup is timed
-if (cfg.warm && s.TLS !== 'none') {
+if (!NATIVE && cfg.warm && s.TLS !== 'none') {
   quiet = true;
   handshakeCPU = await warmUp();
   quiet = false;
   nextConn = 0;
 }
-let runtime = await newRuntime();
-let versions = null;
-{
+// startNative starts `php -S` on a free loopback port with the script
+// (after the prepend) as its router, and returns a runtime whose run()
+// sends one request.
+async function startNative() {
+  const os = await import('node:os');
+  const http = await import('node:http');
+  const { spawn, execFileSync } = await import('node:child_process');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'connlab-php-'));
+  fs.copyFileSync(prepend, path.join(dir, 'connlab.php'));
+  fs.copyFileSync(php.script, path.join(dir, 'script.php'));
+  fs.writeFileSync(path.join(dir, 'run.php'), "<?php\nrequire __DIR__ . '/connlab.php';\nrequire __DIR__ . '/script.php';\n");
+  if (cfg.ca) fs.writeFileSync(path.join(dir, 'ca.pem'), Buffer.from(cfg.ca, 'base64'));
+  const v = JSON.parse(execFileSync(php.binary, ['-r', 'echo json_encode(["php" => PHP_VERSION, "curl" => curl_version()["version"], "ssl" => curl_version()["ssl_version"]]);']).toString());
+  const port = await new Promise((ok, bad) => {
+    const l = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = l.address().port;
+      l.close(() => ok(p));
+    }).on('error', bad);
+  });
+  const env = { ...process.env };
+  delete env.PHP_CLI_SERVER_WORKERS; // one process: this worker
+  const child = spawn(php.binary, ['-S', `127.0.0.1:${port}`, path.join(dir, 'run.php')], { env, stdio: 'ignore' });
+  const cleanup = () => {
+    child.kill('SIGTERM');
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  process.on('exit', cleanup);
+  for (let i = 0; ; i++) {
+    const ok = await new Promise((res) => net.connect(port, '127.0.0.1').on('connect', function () { this.destroy(); res(true); }).on('error', () => res(false)));
+    if (ok) break;
+    if (i > 100 || child.exitCode !== null) fail(`php driver: ${php.binary} -S 127.0.0.1:${port} did not start`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    versions: { ...v, runtime: `native ${php.binary}, php -S (one process)` },
+    caPath: path.join(dir, 'ca.pem'),
+    exit: cleanup,
+    run: ({ env }) => new Promise((ok, bad) => {
+      const q = new URLSearchParams(env).toString();
+      http.get({ host: '127.0.0.1', port, path: '/?' + q, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => ok({ text }));
+      }).on('error', bad);
+    }),
+  };
+}
+
+let runtime, versions;
+if (NATIVE) {
+  runtime = await startNative();
+  versions = runtime.versions;
+} else {
+  runtime = await newRuntime();
   const r = await runtime.run({ code: '<?php $v = curl_version(); echo json_encode(["php" => PHP_VERSION, "curl" => $v["version"], "ssl" => $v["ssl_version"]]);' });
   versions = { ...JSON.parse(r.text), runtime: `WebAssembly (${jspi ? 'JSPI' : 'Asyncify'}), Node ${process.versions.node}`, select_fix: FIX_SELECT };
 }
@@ -355,9 +418,10 @@ async function serve(j) {
   const env = {
     CONNLAB_URL: url,
     CONNLAB_CALLS: String(calls),
-    CONNLAB_CA: cfg.ca ? '/connlab/ca.pem' : '',
+    CONNLAB_CA: cfg.ca ? runtime.caPath || '/connlab/ca.pem' : '',
     CONNLAB_SHARE_SET: JSON.stringify(set),
   };
+  if (NATIVE) env.CONNLAB_RESOLVE = `${apiHost}:${upPort}:${upHost}`;
   if (s.AppTime) await new Promise((ok) => setTimeout(ok, s.AppTime / 1e6));
   closeReason = 'end-of-request';
   const started = nowNs();
@@ -391,7 +455,7 @@ async function serve(j) {
       continue;
     }
     n = m.call;
-    const end = hrToWallNs(m.end_ns);
+    const end = NATIVE ? BigInt(m.end_wall_us) * 1000n : hrToWallNs(m.end_ns);
     const total = m.total_us * 1000;
     const ev = { k: KIND.call, at: since(end), r: j.req, c: m.call, w: worker, s: since(end) - total, t: total, st: m.starttransfer_us * 1000 };
     if (m.local_port) ev.n = m.local_port;
@@ -417,9 +481,26 @@ async function serve(j) {
 // exit closes what the process keeps, as the kernel would at its exit.
 function closeAll() {
   closeReason = 'worker-exit';
+  runtime.exit?.();
   for (const p of [...open]) p.close();
 }
 
+// settle waits until this process has stopped using the CPU: V8 keeps
+// optimising the runtime's WebAssembly in background threads after the
+// warm-up, and four workers doing so at once made the first calls of a
+// run 3x slower. Ready means idle (under 5% of a CPU for 200 ms), or 30 s.
+async function settle() {
+  const t0 = performance.now();
+  for (;;) {
+    const a = process.cpuUsage();
+    const w0 = performance.now();
+    await new Promise((ok) => setTimeout(ok, 200));
+    const d = process.cpuUsage(a);
+    const busy = (d.user + d.system) / 1000 / (performance.now() - w0);
+    if (busy < 0.05 || performance.now() - t0 > 30000) return;
+  }
+}
+if (cfg.warm && !NATIVE) await settle();
 out({ ready: true, versions, handshake_cpu: handshakeCPU });
 const running = [];
 let linger = false;
