@@ -18,6 +18,14 @@ define('CALLS', (int) connlab_input('CONNLAB_CALLS', '1'));
     if (($r = connlab_input('CONNLAB_RESOLVE')) !== '') {
         $opts[CURLOPT_RESOLVE] = [$r];
     }
+    // curl's timers, compressed as the run compresses the server's (whole
+    // seconds: curl takes no less).
+    if (($v = connlab_input('CONNLAB_DNS_CACHE_TIMEOUT')) !== '') {
+        $opts[CURLOPT_DNS_CACHE_TIMEOUT] = (int) $v;
+    }
+    if (($v = connlab_input('CONNLAB_MAXAGE_CONN')) !== '') {
+        $opts[CURLOPT_MAXAGE_CONN] = (int) $v;
+    }
     define('API_OPTIONS', $opts);
     // This request's share set: names, or constants' values (JSON).
     $set = json_decode(connlab_input('CONNLAB_SHARE_SET', '["DNS","CONNECT","SSL_SESSION"]'), true);

@@ -59,6 +59,7 @@ type line struct {
 	Ready    bool            `json:"ready"`
 	Versions *Versions       `json:"versions"`
 	HS       int64           `json:"handshake_cpu"`
+	Timers   map[string]int  `json:"curl_timers"`
 	Ev       *wire           `json:"ev"`
 	PHP      json.RawMessage `json:"php"`
 	Done     int             `json:"done"`

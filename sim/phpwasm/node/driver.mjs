@@ -98,6 +98,12 @@ const apiHost = php.host || 'api.connlab.test';
 const scheme = s.TLS === 'none' ? 'http' : 'https';
 const url = `${scheme}://${apiHost}:${upPort}/v1/geocode`;
 const worker = cfg.worker || 1;
+// curl's DNS cache timeout and maximum idle age, from the (scaled)
+// scenario, in the whole seconds curl takes (at least 1: 0 would turn the
+// DNS cache off). The ready line says what curl got, so the model can be
+// given the same.
+const wholeSeconds = (ns) => (ns === undefined ? undefined : Math.max(1, Math.round(ns / 1e9)));
+const curlTimers = { dns_cache_timeout: wholeSeconds(s.DNSCacheTimeout), maxage_conn: wholeSeconds(s.MaxIdleAge) };
 const holdMs = (s.DNS || 0) / 1e6; // the DNS server answers at once; the wait is here (as the Go worker's resolver.hold)
 
 // --- run clock and events --------------------------------------------
@@ -111,6 +117,7 @@ let memory = null; // the wasm memory, for socket options
 let nextConn = 0;
 let pendingSock = null; // the emscripten socket a URL was made for
 const open = new Set();
+const portOf = new Map(); // connection id → its real local port
 let closeReason = 'end-of-request';
 
 class TCPPeer extends EventEmitter {
@@ -147,6 +154,7 @@ class TCPPeer extends EventEmitter {
     open.add(this);
     this.tcp.on('connect', () => {
       this.localPort = this.tcp.localPort;
+      portOf.set(this.id, this.localPort);
       this.readyState = 1;
       emit({ k: KIND.open, at: since(this.started), n: this.id, lp: this.localPort });
       this.emit('open');
@@ -422,6 +430,8 @@ async function serve(j) {
     CONNLAB_SHARE_SET: JSON.stringify(set),
   };
   if (NATIVE) env.CONNLAB_RESOLVE = `${apiHost}:${upPort}:${upHost}`;
+  if (curlTimers.dns_cache_timeout) env.CONNLAB_DNS_CACHE_TIMEOUT = String(curlTimers.dns_cache_timeout);
+  if (curlTimers.maxage_conn) env.CONNLAB_MAXAGE_CONN = String(curlTimers.maxage_conn);
   if (s.AppTime) await new Promise((ok) => setTimeout(ok, s.AppTime / 1e6));
   closeReason = 'end-of-request';
   const started = nowNs();
@@ -459,8 +469,8 @@ async function serve(j) {
     const total = m.total_us * 1000;
     const ev = { k: KIND.call, at: since(end), r: j.req, c: m.call, w: worker, s: since(end) - total, t: total, st: m.starttransfer_us * 1000 };
     if (m.local_port) ev.n = m.local_port;
-    const peer = [...open].find((p) => p.id === m.local_port);
-    if (peer?.localPort) ev.lp = peer.localPort;
+    if (NATIVE) ev.lp = m.local_port; // the kernel's port: the connection's id too
+    else if (portOf.has(m.local_port)) ev.lp = portOf.get(m.local_port);
     if (m.num_connects > 0) {
       ev.nc = true;
       ev.nl = m.namelookup_us * 1000;
@@ -501,7 +511,7 @@ async function settle() {
   }
 }
 if (cfg.warm && !NATIVE) await settle();
-out({ ready: true, versions, handshake_cpu: handshakeCPU });
+out({ ready: true, versions, handshake_cpu: handshakeCPU, curl_timers: curlTimers });
 const running = [];
 let linger = false;
 for (;;) {
@@ -524,8 +534,11 @@ for (;;) {
   await Promise.all(running.splice(0));
   const p = (async () => {
     if (j.at) await sleepUntil(BigInt(j.at));
+    const cpu0 = process.cpuUsage();
     const failed = await serve(j);
-    out({ done: j.req, fail: failed, end: Number(nowNs()) });
+    const cpu = process.cpuUsage(cpu0);
+    // cpu_us: this process's CPU time for the request (all threads).
+    out({ done: j.req, fail: failed, end: Number(nowNs()), cpu_us: cpu.user + cpu.system });
   })();
   running.push(p);
   await p;
