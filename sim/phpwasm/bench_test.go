@@ -13,12 +13,21 @@ import (
 // sim/harness's BenchmarkReusedCall for the Go worker), and one whole
 // request through the driver (php.run's request startup and shutdown, the
 // script, the line protocol: µs-request-median).
+//
+// clamp=true keeps Node's 1 ms minimum for setTimeout(0), with which
+// php-wasm yields before every wait.
 func BenchmarkReusedCall(b *testing.B) {
+	for _, clamp := range []bool{false, true} {
+		b.Run(map[bool]string{false: "yield=immediate", true: "yield=timeout0"}[clamp], func(b *testing.B) { benchReused(b, clamp) })
+	}
+}
+
+func benchReused(b *testing.B, clamp bool) {
 	c := newCerts(b)
 	up := startUpstream(b, c, 0)
 	s := scenario("process", 1)
 	s.DNS = 0
-	p := startDriver(b, c, up, opts{script: must(filepath.Abs(must(ScriptFor(labDir, "persistent", &s)))), scenario: s, warm: true})
+	p := startDriver(b, c, up, opts{script: must(filepath.Abs(must(ScriptFor(labDir, "persistent", &s)))), scenario: s, warm: true, clamp: clamp})
 	for r := 1; r <= 20; r++ { // the connection, and the code's tier-up
 		p.serve(r)
 	}

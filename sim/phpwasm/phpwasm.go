@@ -34,6 +34,10 @@ type Config struct {
 	// POLLIN|POLLOUT: every open socket looks readable and libcurl drops
 	// idle connections as dead. For showing that; never for a lab run.
 	StockSelect bool `json:"stock_select,omitempty"`
+	// TimerClamp keeps Node's 1 ms minimum for the setTimeout(0) with which
+	// php-wasm's select() yields before each wait (the driver yields with
+	// setImmediate). For showing that; never for a lab run.
+	TimerClamp bool `json:"timer_clamp,omitempty"`
 	// Host is the API's host name (default api.connlab.test).
 	Host string `json:"host,omitempty"`
 	// Binary, when set, is a PHP CLI (Debian's /usr/bin/php, PHP 8.2) that
@@ -64,6 +68,7 @@ type Versions struct {
 	SSL       string `json:"ssl"`
 	Runtime   string `json:"runtime"`
 	SelectFix bool   `json:"select_fix"`
+	FastYield bool   `json:"fast_yield"`
 }
 
 // Find returns the driver under root (the repository) and the node

@@ -185,6 +185,7 @@ type opts struct {
 	warm     bool
 	stock    bool
 	binary   string // a PHP CLI instead of PHP 8.5 in WebAssembly
+	clamp    bool   // Node's 1 ms setTimeout(0)
 }
 
 func startDriver(t testing.TB, c *certs, up *upstream, o opts) *proc {
@@ -234,7 +235,7 @@ func startDriverCerts(t testing.TB, c, warm *certs, up *upstream, o opts) *proc 
 		close(p.lines)
 	}()
 	cfg := map[string]any{"setup": "http", "worker": 1, "upstream": up.addr, "dns": o.dns, "ca": c.caPEM, "scenario": o.scenario,
-		"php": Config{Script: o.script, StockSelect: o.stock, Binary: o.binary}}
+		"php": Config{Script: o.script, StockSelect: o.stock, Binary: o.binary, TimerClamp: o.clamp}}
 	if o.warm {
 		cfg["warm"] = map[string][]byte{"CAPEM": warm.caPEM, "RSAPEM": warm.leafPEM}
 	}

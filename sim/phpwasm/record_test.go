@@ -136,7 +136,7 @@ func runVariant(t *testing.T, c *certs, block string, vp *harness.VariantPlan, r
 	scriptPath := script(t, vp.Name, &s)
 	rv.Script = filepath.Base(scriptPath)
 	srvS := s
-	srvS.DNS = 0 // the driver holds each answer for dns (as the Go workers do)
+	srvS.DNS = 0                             // the driver holds each answer for dns (as the Go workers do)
 	srvS.ShareSets = sim.Default().ShareSets // the server's validation would refuse COOKIE
 	srv, err := harness.StartServers("", "", srvS)
 	if err != nil {

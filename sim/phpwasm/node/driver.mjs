@@ -75,6 +75,20 @@ if (!php.script) fail('php driver: config.php.script is missing (the lab script 
 if (!fs.existsSync(php.script)) fail(`php driver: config.php.script: no such file ${php.script}`);
 const prepend = php.prepend || path.join(here, '..', 'connlab.php');
 const FIX_SELECT = php.stock_select !== true;
+// Every time libcurl waits, php-wasm's select() first yields to the event
+// loop with emscripten_sleep(0), a setTimeout(0), which Node clamps to
+// 1 ms: three or so per call on a path with no delay. A yield that costs
+// nothing is setImmediate; php.timer_clamp keeps Node's clamp.
+const FAST_YIELD = php.timer_clamp !== true;
+if (FAST_YIELD) {
+  const realSetTimeout = globalThis.setTimeout;
+  const realClearTimeout = globalThis.clearTimeout;
+  const probe = setImmediate(() => {});
+  const Immediate = probe.constructor;
+  clearImmediate(probe);
+  globalThis.setTimeout = (fn, ms, ...args) => (!(ms > 0) ? setImmediate(fn, ...args) : realSetTimeout(fn, ms, ...args));
+  globalThis.clearTimeout = (t) => (t instanceof Immediate ? clearImmediate(t) : realClearTimeout(t));
+}
 // NATIVE: php.binary names a PHP CLI (Debian's PHP 8.2, say), which runs
 // the script instead of the WebAssembly runtime: one `php -S` process
 // (the built-in web server, one worker) is this worker's PHP process, and
@@ -415,7 +429,7 @@ if (NATIVE) {
 } else {
   runtime = await newRuntime();
   const r = await runtime.run({ code: '<?php $v = curl_version(); echo json_encode(["php" => PHP_VERSION, "curl" => $v["version"], "ssl" => $v["ssl_version"]]);' });
-  versions = { ...JSON.parse(r.text), runtime: `WebAssembly (${jspi ? 'JSPI' : 'Asyncify'}), Node ${process.versions.node}`, select_fix: FIX_SELECT };
+  versions = { ...JSON.parse(r.text), runtime: `WebAssembly (${jspi ? 'JSPI' : 'Asyncify'}), Node ${process.versions.node}`, select_fix: FIX_SELECT, fast_yield: FAST_YIELD };
 }
 
 // serve runs one web request; it returns whether a call failed.
