@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,15 +58,19 @@ type wire struct {
 }
 
 type line struct {
-	Ready    bool            `json:"ready"`
-	Versions *Versions       `json:"versions"`
-	HS       int64           `json:"handshake_cpu"`
-	Timers   map[string]int  `json:"curl_timers"`
-	Ev       *wire           `json:"ev"`
-	PHP      json.RawMessage `json:"php"`
-	Done     int             `json:"done"`
-	Fail     bool            `json:"fail"`
-	Error    string          `json:"error"`
+	Ready    bool           `json:"ready"`
+	Versions *Versions      `json:"versions"`
+	HS       int64          `json:"handshake_cpu"`
+	Timers   map[string]int `json:"curl_timers"`
+	Child    *struct {
+		PID int    `json:"pid"`
+		Dir string `json:"dir"`
+	} `json:"child"`
+	Ev    *wire           `json:"ev"`
+	PHP   json.RawMessage `json:"php"`
+	Done  int             `json:"done"`
+	Fail  bool            `json:"fail"`
+	Error string          `json:"error"`
 }
 
 type check struct {
@@ -673,6 +679,44 @@ func TestBefore85(t *testing.T) {
 				t.Errorf("the server accepted %d connections for num_connects %v", up.accepted.Load(), tc.want)
 			}
 		})
+	}
+}
+
+// TestNativeSignal: a native driver killed with SIGTERM (the harness's
+// Ctrl-C) stops its php -S process and removes its temporary folder.
+func TestNativeSignal(t *testing.T) {
+	bin, _, err := FindNative()
+	if err != nil {
+		t.Skip(err)
+	}
+	c := newCerts(t)
+	up := startUpstream(t, c, 0)
+	s := scenario("request", 1)
+	p := startDriver(t, c, up, opts{script: filepath.Join(must(filepath.Abs(labDir)), "share.php"), scenario: s, binary: bin})
+	p.serve(1)
+	ch := p.ready.Child
+	if ch == nil || ch.PID == 0 || ch.Dir == "" {
+		t.Fatalf("ready line has no child: %+v", p.ready)
+	}
+	if _, err := os.Stat(ch.Dir); err != nil {
+		t.Fatalf("php -S folder: %v", err)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, errDir := os.Stat(ch.Dir)
+		alive := syscall.Kill(ch.PID, 0) == nil
+		if zombie, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", ch.PID)); alive && strings.Contains(string(zombie), ") Z ") {
+			alive = false // exited, not yet reaped by init
+		}
+		if !alive && os.IsNotExist(errDir) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after SIGTERM: php -S pid %d alive %v, folder %s: %v", ch.PID, alive, ch.Dir, errDir)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -35,6 +35,9 @@ const require = createRequire(import.meta.url);
 const KIND = { call: 0, open: 1, close: 3 };
 
 const out = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+// A signal ends the process through its exit handlers, which stop what it
+// started (php -S, its temporary folder).
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1)));
 const fail = (msg) => {
   out({ error: msg });
   process.exit(1);
@@ -408,6 +411,7 @@ async function startNative() {
   }
   return {
     versions: { ...v, runtime: `native ${php.binary}, php -S (one process)` },
+    child: { pid: child.pid, dir },
     caPath: path.join(dir, 'ca.pem'),
     exit: cleanup,
     run: ({ env }) => new Promise((ok, bad) => {
@@ -525,7 +529,7 @@ async function settle() {
   }
 }
 if (cfg.warm && !NATIVE) await settle();
-out({ ready: true, versions, handshake_cpu: handshakeCPU, curl_timers: curlTimers });
+out({ ready: true, versions, handshake_cpu: handshakeCPU, curl_timers: curlTimers, ...(runtime.child ? { child: runtime.child } : {}) });
 const running = [];
 let linger = false;
 for (;;) {
