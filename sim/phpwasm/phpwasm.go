@@ -7,6 +7,16 @@
 //
 // This package finds the driver and Node, says which lab script runs a
 // variant, and holds the config the driver reads besides the worker's.
+//
+// The driver's lines beyond the Go worker's: the config line's "php"
+// object (Config) and "warm" (the harness's Certs: warm up and measure a
+// TLS handshake before ready); the ready line adds "versions" (Versions),
+// "handshake_cpu" (ns, 0 without warm), "curl_timers" (the DNS cache
+// timeout and maximum idle age curl was given, whole seconds) and, for a
+// native PHP, "child" ({pid, dir} of its php -S); "done" adds "cpu_us";
+// identity.php's checks arrive as {"php": {"req", "check", "result" |
+// "error", "notices"}}. Call events are written when the request ends
+// (PHP's output is read then), open and close events as they happen.
 package phpwasm
 
 import (
