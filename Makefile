@@ -12,10 +12,21 @@ WASMDIR ?= site/assets/wasm
 # a path takes that path, e.g. make site BASEURL=https://example.org/connlab/
 BASEURL ?= /
 
-.PHONY: build data wasm site serve dev test vet bench fuzz
+.PHONY: build data wasm site serve dev test vet bench fuzz php
 
 build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
+
+# The real PHP 8.5 of the PHP lab: PHP compiled to WebAssembly for Node.js
+# (@php-wasm, GPL-2.0-or-later), run by the harness as a separate program.
+# npm installs exactly the lockfile's versions, only PHP 8.5's runtime
+# (about 70 MB). Without npm the PHP tests skip, saying why.
+PHPDIR := sim/phpwasm/node
+php: $(PHPDIR)/node_modules/.package-lock.json
+$(PHPDIR)/node_modules/.package-lock.json: $(PHPDIR)/package.json $(PHPDIR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  echo "npm ci ($(PHPDIR))"; cd $(PHPDIR) && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the real PHP 8.5 runtime is not installed (apt-get install nodejs npm)"; fi
 
 # Numbers the pages print come from the model: every page's ```sim blocks
 # run here (site/data/results/PAGE.json, with their time series), and the
@@ -53,7 +64,7 @@ wasm:
 site: data wasm
 	$(HUGO) --gc --minify -s site -d ../public --baseURL $(BASEURL)
 
-serve: site
+serve: site php
 	$(BIN) serve --addr $(ADDR) --public public
 
 # For authors: Hugo rebuilds public/ on every change to a page, layout or
@@ -76,7 +87,7 @@ vet:
 # through one sim serve) runs there too, after them (-p 1), gated by
 # CONNLAB_SOAK=1.
 REALPKG := ./sim/harness ./sim/soak
-test: vet
+test: vet php
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/sim/harness$$' -e '/sim/soak$$')
 	CONNLAB_SOAK=1 $(GO) test -race -count=1 -timeout 20m -p 1 $(REALPKG)
 
