@@ -1,10 +1,9 @@
-package harness
+package client
 
 import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/netem"
+	"github.com/connlab/connlab/sim/harness/servers"
 )
 
 // Error texts of failed calls, as the model words them (sim/http.go), with
@@ -52,7 +53,7 @@ type clientConn struct {
 	connDone  time.Time
 	tlsDone   time.Time
 	handshake string
-	w         *worker
+	w         *Worker
 	reason    func() string // why the client is closing, when it does
 	peerEOF   atomic.Bool
 	closed    atomic.Bool
@@ -84,7 +85,7 @@ func (c *clientConn) Close() error {
 		if c.peerEOF.Load() {
 			by, reason = "server", "closed"
 		}
-		c.w.emit(&sim.Event{Kind: sim.KindClose, At: c.w.since(time.Now()), Conn: c.id, LocalPort: c.localPort, By: by, Reason: reason})
+		c.w.Emit(&sim.Event{Kind: sim.KindClose, At: c.w.since(time.Now()), Conn: c.id, LocalPort: c.localPort, By: by, Reason: reason})
 	})
 	if c.peerEOF.Load() && c.raw != nil {
 		// As curl does, no close_notify once the server has closed: a
@@ -97,7 +98,7 @@ func (c *clientConn) Close() error {
 	return c.Conn.Close()
 }
 
-// httpClient is one curl handle, share handle or pool: the connections it
+// HTTPClient is one curl handle, share handle or pool: the connections it
 // keeps, and, through the call's context, the DNS cache and TLS sessions of
 // the handle that holds them (they may belong to different handles:
 // curl_share_init_persistent([DNS]) keeps only DNS).
@@ -110,8 +111,8 @@ func (c *clientConn) Close() error {
 // no timer); a pool waits (or fails) at pool_max and closes a returning
 // connection beyond pool_max_idle; nginx's keepalive N closes the least
 // recently used idle connection beyond N.
-type httpClient struct {
-	w    *worker
+type HTTPClient struct {
+	w    *Worker
 	dns  dnsCache
 	sess tls.ClientSessionCache
 
@@ -124,7 +125,7 @@ type httpClient struct {
 
 // entry is one kept connection: a Transport that holds at most it.
 type entry struct {
-	h        *httpClient
+	h        *HTTPClient
 	tr       *http.Transport
 	conn     atomic.Pointer[clientConn]
 	created  time.Time
@@ -156,16 +157,17 @@ func (e *entry) dead() bool {
 	return c == nil || c.closed.Load()
 }
 
-func (w *worker) newHTTPClient() *httpClient {
+// NewHTTPClient makes a curl handle (or share handle, or pool) of w's.
+func (w *Worker) NewHTTPClient() *HTTPClient {
 	s := &w.cfg.Scenario
-	h := &httpClient{w: w, dns: dnsCache{timeout: s.DNSCacheTimeout}}
+	h := &HTTPClient{w: w, dns: dnsCache{timeout: s.DNSCacheTimeout}}
 	if s.TLSResume {
 		h.sess = tls.NewLRUClientSessionCache(64)
 	}
 	return h
 }
 
-func (h *httpClient) newEntry() *entry {
+func (h *HTTPClient) newEntry() *entry {
 	e := &entry{h: h, created: time.Now()}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := h.dial(ctx, e, addr)
@@ -189,7 +191,7 @@ var errPoolFull = errors.New("ConnectionError: the pool is at pool_max connectio
 
 // acquire finds the call a connection: a kept one, a place in the pool's
 // queue, or a new one (dialled by the Transport when the call is sent).
-func (h *httpClient) acquire(ctx context.Context) (*entry, error) {
+func (h *HTTPClient) acquire(ctx context.Context) (*entry, error) {
 	s := &h.w.cfg.Scenario
 	h.mu.Lock()
 	now := time.Now()
@@ -236,7 +238,7 @@ func (h *httpClient) acquire(ctx context.Context) (*entry, error) {
 
 // release returns e after a call: to a waiting call, to the idle list, or
 // closed when the handle keeps no more.
-func (h *httpClient) release(e *entry) {
+func (h *HTTPClient) release(e *entry) {
 	s := &h.w.cfg.Scenario
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -275,8 +277,9 @@ func (h *httpClient) release(e *entry) {
 	}
 }
 
-// closeIdle ends the handle: its idle connections are closed by the client.
-func (h *httpClient) closeIdle(reason string) {
+// CloseIdle ends the handle: its idle connections are closed by the
+// client, for reason (the close events' reason).
+func (h *HTTPClient) CloseIdle(reason string) {
 	h.mu.Lock()
 	idle := h.idle
 	h.idle = nil
@@ -290,7 +293,7 @@ func (h *httpClient) closeIdle(reason string) {
 // dial opens a connection for the call in ctx: DNS through the harness's
 // server (cached by the call's DNS owner), TCP to loopback with one round
 // trip, then TLS with the call's TLS owner's session cache.
-func (h *httpClient) dial(ctx context.Context, e *entry, addr string) (*clientConn, error) {
+func (h *HTTPClient) dial(ctx context.Context, e *entry, addr string) (*clientConn, error) {
 	w := h.w
 	s := &w.cfg.Scenario
 	ct, _ := ctx.Value(callKey{}).(*callTrace)
@@ -308,7 +311,7 @@ func (h *httpClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 		return nil, err
 	}
 	c.dnsDone = time.Now()
-	raw, ready, err := Dialer{RTT: s.RTT}.DialGated(ctx, "tcp", net.JoinHostPort(ip, port))
+	raw, ready, err := netem.Dialer{RTT: s.RTT}.DialGated(ctx, "tcp", net.JoinHostPort(ip, port))
 	if err != nil {
 		if errors.Is(err, syscall.EADDRNOTAVAIL) && ct != nil {
 			ct.portErr = true
@@ -318,13 +321,13 @@ func (h *httpClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 	c.connDone = ready
 	c.localPort = raw.LocalAddr().(*net.TCPAddr).Port
 	c.id = w.nextConn()
-	raw = clientPath(s.RTT).wrap(raw) // the server→client half is held here
+	raw = servers.ClientPath(s.RTT).Wrap(raw) // the server→client half is held here
 	c.Conn, c.raw = raw, raw
-	w.emit(&sim.Event{Kind: sim.KindOpen, At: w.since(c.dnsDone), Conn: c.id, LocalPort: c.localPort})
+	w.Emit(&sim.Event{Kind: sim.KindOpen, At: w.since(c.dnsDone), Conn: c.id, LocalPort: c.localPort})
 	if s.TLS != "none" {
-		v := tlsVersion(s.TLS)
-		cfg := &tls.Config{ServerName: APIHost, RootCAs: w.roots, MinVersion: v, MaxVersion: v,
-			CurvePreferences: curves, ClientSessionCache: sess}
+		v := servers.TLSVersion(s.TLS)
+		cfg := &tls.Config{ServerName: servers.APIHost, RootCAs: w.roots, MinVersion: v, MaxVersion: v,
+			CurvePreferences: servers.Curves, ClientSessionCache: sess}
 		tc := tls.Client(raw, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			raw.Close()
@@ -340,9 +343,10 @@ func (h *httpClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 	return c, nil
 }
 
-// call makes call number n of request req on client h, with the DNS cache
-// and TLS sessions of dnsO and tlsO, and returns its event.
-func (w *worker) httpCall(ctx context.Context, h, dnsO, tlsO *httpClient, req, n int, body io.Writer) *sim.Event {
+// HTTPCall makes call number n of request req on client h, with the DNS
+// cache and TLS sessions of dnsO and tlsO, and returns its event; the
+// response body goes to body (nil: discarded).
+func (w *Worker) HTTPCall(ctx context.Context, h, dnsO, tlsO *HTTPClient, req, n int, body io.Writer) *sim.Event {
 	s := &w.cfg.Scenario
 	ct := &callTrace{dns: &dnsO.dns, sess: tlsO.sess}
 	trace := &httptrace.ClientTrace{
@@ -385,7 +389,7 @@ func (w *worker) httpCall(ctx context.Context, h, dnsO, tlsO *httpClient, req, n
 		switch {
 		case ct.portErr:
 			e.Error = errTextPorts + " [" + err.Error() + "]"
-			w.emit(&sim.Event{Kind: sim.KindPortError, At: e.At, Req: req, Call: n, Worker: e.Worker, Error: e.Error})
+			w.Emit(&sim.Event{Kind: sim.KindPortError, At: e.At, Req: req, Call: n, Worker: e.Worker, Error: e.Error})
 		case ct.conns > 0 && ct.reused:
 			e.Error = errTextRace + " [" + err.Error() + "]"
 			e.Retried = true
@@ -412,13 +416,4 @@ func (w *worker) httpCall(ctx context.Context, h, dnsO, tlsO *httpClient, req, n
 		e.StartTransfer = ct.first.Sub(ct.start)
 	}
 	return e
-}
-
-// roots parses the CA for clients.
-func roots(caPEM []byte) (*x509.CertPool, error) {
-	p := x509.NewCertPool()
-	if !p.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("harness: bad CA certificate")
-	}
-	return p, nil
 }

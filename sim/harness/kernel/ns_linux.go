@@ -1,4 +1,4 @@
-package harness
+package kernel
 
 import (
 	"errors"
@@ -12,18 +12,18 @@ import (
 	"unsafe"
 )
 
-// childAttr: a child dies with the process that started it.
-func childAttr() *syscall.SysProcAttr {
+// ChildAttr: a child dies with the process that started it.
+func ChildAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// labAttr starts a lab process in its own process group and, when
+// LabAttr starts a lab process in its own process group and, when
 // isolated, in a private network namespace and PID namespace (plus a user
 // namespace when not root, mapping the user to root inside): the lab
 // process is PID 1 there, so when it ends the kernel kills every process it
 // started (workers, nginx, redis-server) and drops the namespace with its
 // sockets, TIME_WAIT included.
-func labAttr(isolated bool) *syscall.SysProcAttr {
+func LabAttr(isolated bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if !isolated {
 		return a
@@ -38,8 +38,8 @@ func labAttr(isolated bool) *syscall.SysProcAttr {
 	return a
 }
 
-// loopbackUp brings up lo in a new network namespace (it starts down).
-func loopbackUp() error {
+// LoopbackUp brings up lo in a new network namespace (it starts down).
+func LoopbackUp() error {
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -58,32 +58,32 @@ func loopbackUp() error {
 	return nil
 }
 
-// writeSysctl sets a network sysctl of this process's network namespace
+// WriteSysctl sets a network sysctl of this process's network namespace
 // (only ever called inside a private one).
-func writeSysctl(name, value string) error {
+func WriteSysctl(name, value string) error {
 	if err := os.WriteFile("/proc/sys/"+name, []byte(value), 0); err != nil {
 		return fmt.Errorf("harness: sysctl %s = %s in the private namespace: %w", name, value, err)
 	}
 	return nil
 }
 
-// namespacesSupported: real runs can ask for private namespaces here.
-const namespacesSupported = true
+// NamespacesSupported: real runs can ask for private namespaces here.
+const NamespacesSupported = true
 
-// raisePriority gives every thread of this process nice -20 (threads made
+// RaisePriority gives every thread of this process nice -20 (threads made
 // later inherit it, as do child processes): a real run measures
 // sub-millisecond latencies, and on a busy machine a thread that wakes at
 // nice 0 waits its turn behind everything else. It needs root or
 // CAP_SYS_NICE; the error says when it was refused.
-func raisePriority() error { return setNice(-20) }
+func RaisePriority() error { return setNice(-20) }
 
-// startLowPriority starts cmd from a thread at nice 19, which the child
+// StartLowPriority starts cmd from a thread at nice 19, which the child
 // inherits from exec on: its start-up (loading, the Go runtime's and
 // packages' initialisation) runs behind the requests in flight instead of
 // beside them. The thread goes back to nice -20 (the caller has raised its
 // priority) and stays: with Pdeathsig set, a child dies with the thread
 // that started it, so that thread must not end.
-func startLowPriority(cmd *exec.Cmd) error {
+func StartLowPriority(cmd *exec.Cmd) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	syscall.Setpriority(syscall.PRIO_PROCESS, 0, 19) // 0: this thread
@@ -92,10 +92,10 @@ func startLowPriority(cmd *exec.Cmd) error {
 	return err
 }
 
-// lowerPriority gives every thread of this process nice 19: a worker
+// LowerPriority gives every thread of this process nice 19: a worker
 // process started during a run (pm.max_requests, CLI mode) starts up and
 // warms up behind the requests in flight, then raises its priority.
-func lowerPriority() error { return setNice(19) }
+func LowerPriority() error { return setNice(19) }
 
 // setNice sets every thread's nice value. /proc/self/task lists thread IDs
 // as the /proc mount's PID namespace sees them (the host's, when the lab

@@ -1,4 +1,4 @@
-package harness
+package kernel
 
 import (
 	"os"
@@ -30,7 +30,7 @@ func TestInnermostPID(t *testing.T) {
 // once failed with ESRCH on each and said nothing).
 func TestNiceInPIDNamespace(t *testing.T) {
 	if os.Getenv("CONNLAB_NICE_CHILD") != "" {
-		if err := lowerPriority(); err != nil {
+		if err := LowerPriority(); err != nil {
 			t.Fatal(err)
 		}
 		tasks, err := os.ReadDir("/proc/self/task")

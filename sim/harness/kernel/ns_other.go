@@ -1,6 +1,6 @@
 //go:build !linux
 
-package harness
+package kernel
 
 import (
 	"errors"
@@ -8,20 +8,20 @@ import (
 	"syscall"
 )
 
-func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+func ChildAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
-func labAttr(isolated bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+func LabAttr(isolated bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 var errNotLinux = errors.New("harness: private network namespaces need Linux")
 
-func loopbackUp() error { return errNotLinux }
+func LoopbackUp() error { return errNotLinux }
 
-func writeSysctl(name, value string) error { return errNotLinux }
+func WriteSysctl(name, value string) error { return errNotLinux }
 
-const namespacesSupported = false
+const NamespacesSupported = false
 
-func raisePriority() error { return errNotLinux }
+func RaisePriority() error { return errNotLinux }
 
-func lowerPriority() error { return errNotLinux }
+func LowerPriority() error { return errNotLinux }
 
-func startLowPriority(cmd *exec.Cmd) error { return cmd.Start() }
+func StartLowPriority(cmd *exec.Cmd) error { return cmd.Start() }

@@ -1,4 +1,8 @@
-package harness
+// Package kernel is what a real run asks of the Linux kernel: private
+// network and PID namespaces for a lab process, their sysctls, the CPU
+// priority of the harness's processes, and the TCP sockets (TIME_WAIT, open
+// connections) counted from /proc/net/tcp.
+package kernel
 
 import (
 	"bufio"
@@ -84,11 +88,11 @@ func hexPort(addr []byte) int {
 	return int(p)
 }
 
-// sampler watches the sockets to the server port while a run lasts: the
+// A Sampler watches the sockets to the server port while a run lasts: the
 // peaks of TIME_WAIT (each side) and of open connections, and a time_wait
 // event for every socket that enters TIME_WAIT (time_wait_end when one
 // leaves it), to within the sampling interval.
-type sampler struct {
+type Sampler struct {
 	port  int
 	every time.Duration
 	emit  func(*sim.Event)
@@ -102,8 +106,10 @@ type sampler struct {
 	done                    chan struct{}
 }
 
-func startSampler(port int, every time.Duration, since func(time.Time) time.Duration, emit func(*sim.Event)) *sampler {
-	s := &sampler{port: port, every: every, emit: emit, since: since, stop: make(chan struct{}), done: make(chan struct{}),
+// StartSampler samples the sockets of port every interval from the run's
+// time 0 (since gives the run time of an instant) and emits their events.
+func StartSampler(port int, every time.Duration, since func(time.Time) time.Duration, emit func(*sim.Event)) *Sampler {
+	s := &Sampler{port: port, every: every, emit: emit, since: since, stop: make(chan struct{}), done: make(chan struct{}),
 		last: sockCount{clientTW: map[sockKey]bool{}, serverTW: map[sockKey]bool{}}}
 	go func() {
 		defer close(s.done)
@@ -127,7 +133,7 @@ func startSampler(port int, every time.Duration, since func(time.Time) time.Dura
 	return s
 }
 
-func (s *sampler) sample() {
+func (s *Sampler) sample() {
 	c, err := readSockets(s.port)
 	now := time.Now()
 	s.mu.Lock()
@@ -137,38 +143,33 @@ func (s *sampler) sample() {
 		return
 	}
 	at := s.since(now)
-	diff := func(cur, prev map[sockKey]bool, by string, server bool) {
+	// diff emits an event of kind for every socket in cur and not in prev.
+	diff := func(cur, prev map[sockKey]bool, kind sim.Kind, by string) {
 		for k := range cur {
 			if !prev[k] {
-				e := &sim.Event{Kind: sim.KindTimeWait, At: at, By: by}
-				if !server {
-					e.LocalPort = k.local
-				}
-				s.emit(e)
-			}
-		}
-		for k := range prev {
-			if !cur[k] {
-				e := &sim.Event{Kind: sim.KindTimeWaitEnd, At: at, By: by}
-				if !server {
+				e := &sim.Event{Kind: kind, At: at, By: by}
+				if by == "client" {
 					e.LocalPort = k.local
 				}
 				s.emit(e)
 			}
 		}
 	}
-	diff(c.clientTW, s.last.clientTW, "client", false)
-	diff(c.serverTW, s.last.serverTW, "server", true)
+	diff(c.clientTW, s.last.clientTW, sim.KindTimeWait, "client")
+	diff(s.last.clientTW, c.clientTW, sim.KindTimeWaitEnd, "client")
+	diff(c.serverTW, s.last.serverTW, sim.KindTimeWait, "server")
+	diff(s.last.serverTW, c.serverTW, sim.KindTimeWaitEnd, "server")
 	s.last = c
 	s.twPeak = max(s.twPeak, len(c.clientTW))
 	s.stwPeak = max(s.stwPeak, len(c.serverTW))
 	s.openPk = max(s.openPk, c.open)
 }
 
-// finish waits grace, then up to settle for closes in progress to complete (a FIN
-// crosses the emulated path in half a round trip; the model counts the
-// TIME_WAIT at once), takes a last sample and stops.
-func (s *sampler) finish(grace, settle time.Duration) (tw, stw, open int, err error) {
+// Finish waits grace, then up to settle for closes in progress to complete
+// (a FIN crosses the emulated path in half a round trip; the model counts
+// the TIME_WAIT at once), takes a last sample and stops. It returns the
+// peaks of client and server TIME_WAIT and of open connections.
+func (s *Sampler) Finish(grace, settle time.Duration) (tw, stw, open int, err error) {
 	close(s.stop)
 	<-s.done
 	time.Sleep(grace) // a close made at a client's end of the path leaves half a round trip later

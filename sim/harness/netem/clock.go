@@ -1,4 +1,4 @@
-package harness
+package netem
 
 import (
 	"context"
@@ -6,14 +6,13 @@ import (
 )
 
 // coarseMargin is how early a long wait hands over from Go's timers, which
-// on a small VM wake up to a millisecond late, to the precise sleep.
+// can wake up a millisecond late, to the precise wait.
 const coarseMargin = 2500 * time.Microsecond
 
-// SleepUntil blocks until t. Go's timers (time.Sleep, time.After) wake up to
-// a millisecond late on Linux (the netpoller waits in whole milliseconds),
-// which is as large as the effects the labs measure, so the last stretch is
-// a timerfd, then a spin of at most spinWindow (see preciseWait). Typical
-// error: under a microsecond; 1 in 100 waits ends 30–60 µs late.
+// SleepUntil blocks until t. Go's timers (time.Sleep, time.After) can wake
+// up to a millisecond late on Linux (the netpoller waits in whole
+// milliseconds), which is as large as the effects the labs measure, so the
+// last stretch is a timerfd, then a short spin (see preciseWait).
 func SleepUntil(t time.Time) {
 	if d := time.Until(t); d > coarseMargin {
 		time.Sleep(d - coarseMargin)
@@ -21,8 +20,8 @@ func SleepUntil(t time.Time) {
 	preciseWait(t)
 }
 
-// sleepCtx is SleepUntil that returns early with ctx's error.
-func sleepCtx(ctx context.Context, t time.Time) error {
+// SleepCtx is SleepUntil that returns early with ctx's error.
+func SleepCtx(ctx context.Context, t time.Time) error {
 	if d := time.Until(t); d > coarseMargin {
 		tm := time.NewTimer(d - coarseMargin)
 		select {

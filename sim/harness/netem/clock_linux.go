@@ -1,4 +1,4 @@
-package harness
+package netem
 
 import (
 	"os"
@@ -10,8 +10,8 @@ import (
 )
 
 // spinWindow is the part of a precise wait that spins instead of sleeping:
-// a timer on a small VM fires 30–170 µs late (the vCPU has to be woken up),
-// so the sleep ends this much before the target and a spin covers the rest.
+// a timer on a VM can fire late (the vCPU has to be woken up), so the sleep
+// ends this much before the target and a spin covers the rest.
 const spinWindow = 200 * time.Microsecond
 
 // preciseWait waits until t. The sleep is a timerfd read through Go's
@@ -25,7 +25,7 @@ const spinWindow = 200 * time.Microsecond
 // The spin yields (runtime.Gosched) until the last hardSpin: when several
 // connections fall due together (eight users in step), spinners that held
 // both Ps kept the others, and the netpoller, from running until they were
-// done, and the last one was served hundreds of microseconds late.
+// done, and the last one was served late.
 func preciseWait(t time.Time) {
 	if d := time.Until(t); d > spinWindow {
 		timerSleep(d - spinWindow)

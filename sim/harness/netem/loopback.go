@@ -1,4 +1,4 @@
-package harness
+package netem
 
 import (
 	"context"
@@ -19,8 +19,8 @@ func CheckLoopback(addr string) error {
 	return nil
 }
 
-// dialLoopback dials a loopback address only.
-func dialLoopback(ctx context.Context, network, addr string) (net.Conn, error) {
+// Dial dials a loopback address only.
+func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if err := CheckLoopback(addr); err != nil {
 		return nil, err
 	}
@@ -28,9 +28,9 @@ func dialLoopback(ctx context.Context, network, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, network, addr)
 }
 
-// listenLoopback listens on a loopback address only, by default on a port
-// the kernel chooses.
-func listenLoopback(network, addr string) (net.Listener, error) {
+// Listen listens on a loopback address only ("": 127.0.0.1 and a port the
+// kernel chooses).
+func Listen(network, addr string) (net.Listener, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
@@ -38,6 +38,18 @@ func listenLoopback(network, addr string) (net.Listener, error) {
 		return nil, err
 	}
 	return net.Listen(network, addr)
+}
+
+// FreePort asks the kernel for a free loopback port, for a program that
+// must be given a number (nginx, redis-server); in a private network
+// namespace nothing else takes it before that program does.
+func FreePort() (int, error) {
+	ln, err := Listen("tcp", "")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Dialer is the harness's dialer for clients it owns: loopback only, and it
@@ -50,11 +62,11 @@ type Dialer struct {
 // DialContext dials addr, which must be a loopback address.
 func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	start := time.Now()
-	c, err := dialLoopback(ctx, network, addr)
+	c, err := Dial(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
-	if err := sleepCtx(ctx, start.Add(d.RTT)); err != nil {
+	if err := SleepCtx(ctx, start.Add(d.RTT)); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -64,13 +76,12 @@ func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn
 // DialGated dials addr at once and returns a connection whose first write
 // waits until ready, one RTT after the dial started, when the TCP handshake
 // completes over the emulated path. The client may set itself up in the
-// meantime (Go's HTTP client hands a new connection through goroutines,
-// which takes it a few hundred microseconds where curl takes tens): that
-// setup belongs to this client, not to the network, and the call's connect
-// phase ends at ready all the same.
+// meantime (Go's HTTP client hands a new connection through goroutines):
+// that setup belongs to this client, not to the network, and the call's
+// connect phase ends at ready all the same.
 func (d Dialer) DialGated(ctx context.Context, network, addr string) (net.Conn, time.Time, error) {
 	start := time.Now()
-	c, err := dialLoopback(ctx, network, addr)
+	c, err := Dial(ctx, network, addr)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -96,9 +107,9 @@ func (g *gateConn) Write(p []byte) (int, error) {
 // NetConn returns the TCP connection, as tls.Conn's does.
 func (g *gateConn) NetConn() net.Conn { return g.Conn }
 
-// closeReset closes a probe connection with a reset, which leaves no
+// CloseReset closes a probe connection with a reset, which leaves no
 // TIME_WAIT socket behind.
-func closeReset(c net.Conn) {
+func CloseReset(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	}

@@ -1,4 +1,8 @@
-package harness
+// Package netem is the emulated network of a real run: round trips added
+// in user space to real loopback sockets from the kernel's receive
+// timestamps, the sender's slow start, precise waits, and the loopback-only
+// dialer and listener every part of the harness uses.
+package netem
 
 import (
 	"errors"
@@ -13,22 +17,22 @@ import (
 // restarts slow start (tcp_slow_start_after_idle), as the model has it.
 const minRTO = 200 * time.Millisecond
 
-// A path is the network between a client and a server as the harness
-// emulates it in user space: this kernel has no netem, and loopback has no
-// delay of its own. It is applied to one end of a real TCP connection (see
-// delayConn), so TLS, HTTP and Redis round trips come out of the real
+// A Path is the network between a client and a server as the harness
+// emulates it in user space: the kernel may have no netem, and loopback has
+// no delay of its own. It is applied to one end of a real TCP connection (see
+// Conn), so TLS, HTTP and Redis round trips come out of the real
 // protocols.
 //
 // Each direction's delay is best applied where the bytes arrive (In), from
 // the kernel's receive timestamp: the receiving goroutine waits for the
 // bytes to fall due with a precise wait, so it is awake when they do, and
 // the wake-up of a process that sat idle while the bytes crossed the path
-// (150–300 µs on a small VM after a few milliseconds of idle, as much as the
-// effects the labs measure) is not added to the network's time. When the
+// (on a small VM as large as the effects the labs measure) is not added to
+// the network's time. When the
 // other end is not the harness's (nginx, curl through sim upstream,
 // redis-server), both directions are delayed at the harness's end (Out for
 // what it sends), and that end's peer pays its own wake-up.
-type path struct {
+type Path struct {
 	// In is the one-way delay added to the bytes arriving at this end,
 	// counted from the kernel's receive time, in order.
 	In time.Duration
@@ -43,28 +47,28 @@ type path struct {
 	// outbound direction: loopback never limits the kernel's own window,
 	// so without it a response larger than the initial window would take
 	// one round trip where a real network takes several.
-	SlowStart *slowStart
+	SlowStart *SlowStart
 }
 
-func (p path) zero() bool { return p.In == 0 && p.Out == 0 && p.FirstExtra == 0 && p.SlowStart == nil }
+func (p Path) zero() bool { return p.In == 0 && p.Out == 0 && p.FirstExtra == 0 && p.SlowStart == nil }
 
-// slowStart are the parameters of the emulated sender (RFC 5681 slow start,
+// SlowStart are the parameters of the emulated sender (RFC 5681 slow start,
 // no loss, window growing by one segment per acknowledged segment, as
 // Linux does until ssthresh, which is unbounded on a fresh connection).
-type slowStart struct {
+type SlowStart struct {
 	MSS       int
 	InitCwnd  int           // segments
 	RTT       time.Duration // when a segment's acknowledgement comes back
 	AfterIdle bool          // tcp_slow_start_after_idle
 }
 
-// wrap returns conn with the path applied at this end, or conn itself when
+// Wrap returns conn with the path applied at this end, or conn itself when
 // the path adds nothing.
-func (p path) wrap(conn net.Conn) net.Conn {
+func (p Path) Wrap(conn net.Conn) net.Conn {
 	if p.zero() {
 		return conn
 	}
-	c := &delayConn{raw: conn, p: p, wake: make(chan struct{}, 1), owake: make(chan struct{}, 1), done: make(chan struct{}),
+	c := &Conn{raw: conn, p: p, wake: make(chan struct{}, 1), owake: make(chan struct{}, 1), done: make(chan struct{}),
 		direct: p.Out == 0 && p.SlowStart == nil}
 	if p.SlowStart != nil {
 		c.cc = &ccState{p: *p.SlowStart, cwnd: p.SlowStart.InitCwnd}
@@ -79,7 +83,7 @@ func (p path) wrap(conn net.Conn) net.Conn {
 	return c
 }
 
-// A delayConn is one end of a real TCP connection seen through an emulated
+// A Conn is one end of a real TCP connection seen through an emulated
 // path. A goroutine reads the socket as soon as bytes arrive and stamps
 // them with the kernel's receive time; Read hands them to the application
 // the inbound delay later, in order. Writes go straight to the socket when
@@ -90,9 +94,9 @@ func (p path) wrap(conn net.Conn) net.Conn {
 // way, so the FIN leaves when it would have arrived. If the application
 // closes with bytes it never read (a request that arrived as the keep-alive
 // timer fired), the socket is reset, as the kernel does with unread data.
-type delayConn struct {
+type Conn struct {
 	raw    net.Conn
-	p      path
+	p      Path
 	cc     *ccState
 	direct bool
 	loops  sync.WaitGroup
@@ -108,7 +112,7 @@ type delayConn struct {
 	wake    chan struct{} // inbound data, an end, a deadline change or Close
 	closed  bool          // the application closed
 	readDue time.Time     // when the bytes Read returned last were due
-	writeAt time.Time     // see cork
+	writeAt time.Time     // see Cork
 	corked  bool
 
 	out     []chunk // queued writes; a nil data with close set is the close
@@ -150,7 +154,7 @@ func tcpConn(conn net.Conn) *net.TCPConn {
 	}
 }
 
-func (c *delayConn) readLoop() {
+func (c *Conn) readLoop() {
 	defer c.loops.Done()
 	buf := make([]byte, 16<<10)
 	sr := newStampedReader(c.raw)
@@ -192,7 +196,7 @@ func (c *delayConn) readLoop() {
 }
 
 // Read returns bytes once their inbound delay has passed.
-func (c *delayConn) Read(p []byte) (int, error) {
+func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -261,8 +265,8 @@ func (c *delayConn) Read(p []byte) (int, error) {
 	}
 }
 
-// arrived returns when the bytes Read returned last arrived (were due).
-func (c *delayConn) arrived() time.Time {
+// Arrived returns when the bytes Read returned last arrived (were due).
+func (c *Conn) Arrived() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.readDue
@@ -270,7 +274,7 @@ func (c *delayConn) arrived() time.Time {
 
 // Write puts p on the socket (direct), or queues it and returns at once,
 // as a write into a socket buffer does.
-func (c *delayConn) Write(p []byte) (int, error) {
+func (c *Conn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -299,18 +303,19 @@ func (c *delayConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// cork makes the writes that follow count as made at t, and holds them
-// until uncork, which hands them to the write loop together. The upstream
+// Cork makes the writes that follow count as made at t, and holds them
+// until Uncork, which hands them to the write loop together. The upstream
 // writes a response, TLS record by record, while its work is still going
 // on, as made at the end of the work: the write loop then has time to wake
 // up and sends the whole response when the work ends, in one write.
-func (c *delayConn) cork(t time.Time) {
+func (c *Conn) Cork(t time.Time) {
 	c.mu.Lock()
 	c.writeAt, c.corked = t, true
 	c.mu.Unlock()
 }
 
-func (c *delayConn) uncork() {
+// Uncork sends the writes held since Cork.
+func (c *Conn) Uncork() {
 	c.mu.Lock()
 	c.writeAt, c.corked = time.Time{}, false
 	c.mu.Unlock()
@@ -319,7 +324,7 @@ func (c *delayConn) uncork() {
 
 // Close queues the close behind the queued writes and returns (direct:
 // closes the socket now).
-func (c *delayConn) Close() error {
+func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -343,18 +348,21 @@ func (c *delayConn) Close() error {
 
 // closeRaw closes the socket, with a reset if the application left bytes
 // unread (the kernel resets a connection closed with unread data).
-func (c *delayConn) closeRaw(unread bool) error {
+func (c *Conn) closeRaw(unread bool) error {
 	if tc := tcpConn(c.raw); tc != nil && unread {
 		tc.SetLinger(0)
 	}
 	return c.raw.Close()
 }
 
-// abort closes the socket now (harness shutdown).
-func (c *delayConn) abort() {
+// Abort closes the socket now (harness shutdown).
+func (c *Conn) Abort() {
 	c.Close()
 	c.raw.Close()
 }
+
+// Done is closed when the connection's goroutines have ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // seg is a piece of queued output with the time it leaves.
 type seg struct {
@@ -366,7 +374,7 @@ type seg struct {
 // schedule cuts queued writes into segments and times them: the emulated
 // window releases each segment (when slow start is emulated), the outbound
 // delay is added, and due times never go backwards.
-func (c *delayConn) schedule(segs []seg, items []chunk) []seg {
+func (c *Conn) schedule(segs []seg, items []chunk) []seg {
 	next := func(t time.Time) time.Time {
 		if t.Before(c.outLast) {
 			t = c.outLast
@@ -392,7 +400,7 @@ func (c *delayConn) schedule(segs []seg, items []chunk) []seg {
 	return segs
 }
 
-func (c *delayConn) takeOut() []chunk {
+func (c *Conn) takeOut() []chunk {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	items := c.out
@@ -400,7 +408,7 @@ func (c *delayConn) takeOut() []chunk {
 	return items
 }
 
-func (c *delayConn) writeLoop() {
+func (c *Conn) writeLoop() {
 	defer c.loops.Done()
 	var segs []seg
 	var batch []byte
@@ -445,13 +453,13 @@ func (c *delayConn) writeLoop() {
 	}
 }
 
-func (c *delayConn) LocalAddr() net.Addr  { return c.raw.LocalAddr() }
-func (c *delayConn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
+func (c *Conn) LocalAddr() net.Addr  { return c.raw.LocalAddr() }
+func (c *Conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
 
 // SetDeadline sets the read deadline; writes never block.
-func (c *delayConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+func (c *Conn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
 
-func (c *delayConn) SetReadDeadline(t time.Time) error {
+func (c *Conn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	c.rdl = t
 	c.mu.Unlock()
@@ -459,11 +467,11 @@ func (c *delayConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-func (c *delayConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *Conn) SetWriteDeadline(time.Time) error { return nil }
 
 // ccState is the emulated sender's congestion window.
 type ccState struct {
-	p        slowStart
+	p        SlowStart
 	cwnd     int
 	inflight int
 	acks     []time.Time // acknowledgement times of segments in flight, in order

@@ -1,4 +1,4 @@
-package harness
+package netem
 
 import (
 	"net"
@@ -19,9 +19,9 @@ type stampedReader struct {
 // keepStamping holds one socket with receive timestamps open for the life
 // of the process. The kernel turns timestamping on for the whole machine
 // when the first socket asks for it and off when the last one closes, and
-// each switch patches kernel code and stops every CPU for a moment
-// (milliseconds on a VM): with connections opened and closed all the time
-// that would stall the very timing being measured.
+// each switch patches kernel code and stops every CPU for a moment: with
+// connections opened and closed all the time that would stall the very
+// timing being measured.
 var keepStamping sync.Once
 
 func holdTimestamps() {
@@ -34,29 +34,31 @@ func holdTimestamps() {
 }
 
 func newStampedReader(c net.Conn) *stampedReader {
-	for {
-		u, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
-		}
-		c = u.NetConn()
+	tc := tcpConn(c)
+	if tc == nil {
+		return nil
 	}
-	tc, ok := c.(*net.TCPConn)
+	rc, ok := stamp(tc)
 	if !ok {
 		return nil
 	}
+	return &stampedReader{rc: rc, oob: make([]byte, 128)}
+}
+
+// stamp asks the kernel to stamp what c receives.
+func stamp(c syscall.Conn) (syscall.RawConn, bool) {
 	holdTimestamps()
-	rc, err := tc.SyscallConn()
+	rc, err := c.SyscallConn()
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
 	}); err != nil || serr != nil {
-		return nil
+		return nil, false
 	}
-	return &stampedReader{rc: rc, oob: make([]byte, 128)}
+	return rc, true
 }
 
 // read returns the bytes read and when they arrived (now, if the kernel
@@ -78,28 +80,18 @@ func (s *stampedReader) read(buf []byte) (int, time.Time, error) {
 	if n == 0 {
 		return 0, now, errEOF
 	}
-	return n, rxTime(s.oob[:oobn], now), nil
+	return n, RxTime(s.oob[:oobn], now), nil
 }
 
-// enableRxTimestamps asks the kernel to stamp received datagrams.
-func enableRxTimestamps(c *net.UDPConn) bool {
-	holdTimestamps()
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
-	}); err != nil || serr != nil {
-		return false
-	}
-	return true
+// EnableRxTimestamps asks the kernel to stamp received datagrams.
+func EnableRxTimestamps(c *net.UDPConn) bool {
+	_, ok := stamp(c)
+	return ok
 }
 
-// rxTime returns the kernel's receive time from a message's control data,
+// RxTime returns the kernel's receive time from a message's control data,
 // on the monotonic clock, or now.
-func rxTime(oob []byte, now time.Time) time.Time {
+func RxTime(oob []byte, now time.Time) time.Time {
 	msgs, err := syscall.ParseSocketControlMessage(oob)
 	if err != nil {
 		return now

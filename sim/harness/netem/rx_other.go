@@ -1,6 +1,6 @@
 //go:build !linux
 
-package harness
+package netem
 
 import (
 	"net"
@@ -13,6 +13,6 @@ func newStampedReader(net.Conn) *stampedReader { return nil }
 
 func (s *stampedReader) read(buf []byte) (int, time.Time, error) { return 0, time.Time{}, errEOF }
 
-func enableRxTimestamps(*net.UDPConn) bool { return false }
+func EnableRxTimestamps(*net.UDPConn) bool { return false }
 
-func rxTime(_ []byte, now time.Time) time.Time { return now }
+func RxTime(_ []byte, now time.Time) time.Time { return now }

@@ -1,11 +1,10 @@
-package harness
+package roles
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/wire"
 )
 
 // workerProc is one worker process as the lab process sees it.
@@ -22,26 +23,15 @@ type workerProc struct {
 	slot   atomic.Int32 // 1-based (0: a spare not yet in one)
 	serial int          // 1-based, in the order processes were started
 	cmd    *exec.Cmd
-	in     *lineWriter
+	in     *wire.Writer
 	stdin  io.WriteCloser
 	ready  chan struct{}
 	exited chan struct{}
 	err    error // why it failed to start, or exited early
 }
 
-// request is one web request in flight in the lab process.
-type request struct {
-	id     int
-	user   int
-	sent   time.Time
-	at     time.Time // when it reaches the workers
-	worker int
-	proc   *workerProc // the process it was sent to
-	done   chan bool   // a worker finished it (true: a call failed)
-	end    time.Time   // when the worker finished it (set before done)
-}
-
-// pool of worker processes with the model's dispatch rules (sim/worker.go):
+// dispatcher runs the pool of worker processes with the model's dispatch
+// rules (sim/worker.go):
 // "queue" hands a request to the worker idle longest, interleaving slots so
 // an idle worker goes before a second thread of a busy one; "round-robin"
 // and "random" pick a worker and queue there; threads = 0 is unlimited.
@@ -63,11 +53,11 @@ type dispatcher struct {
 	// spares are worker processes started and warmed up before the run,
 	// each taking the slot of one that retires (pm.max_requests, CLI
 	// mode) at once, as PHP-FPM forks a child on demand: started during
-	// the run, a Go process's start-up held the next requests up by tens
-	// of milliseconds and slowed the calls beside it.
+	// the run, a Go process's start-up would hold the next requests up and
+	// slow the calls beside it.
 	spares    []*workerProc
 	spawned   int
-	lingering int // retired processes waiting for the run's end (job.Linger)
+	lingering int // retired processes waiting for the run's end (wire.Job.Linger)
 }
 
 // maxLinger bounds the retired worker processes left until the run ends;
@@ -97,7 +87,7 @@ func (d *dispatcher) sparesWanted() int {
 func newDispatcher(lp *labProc, s *sim.Scenario, rng *rand.Rand) *dispatcher {
 	d := &dispatcher{s: s, lp: lp, rng: rng, busy: make([]int, s.Workers), served: make([]int, s.Workers),
 		perW: make([][]*request, s.Workers), reqs: map[int]*request{}}
-	if s.Threads > 0 && s.Dispatch == "queue" {
+	if d.queued() {
 		for t := 0; t < s.Threads; t++ {
 			for w := range s.Workers {
 				d.free = append(d.free, w)
@@ -142,16 +132,15 @@ func (d *dispatcher) start(ctx context.Context) error {
 func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	lp := d.lp
 	// The process stamps its events with worker 1; read puts its slot in.
-	cfg := workerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: 1, Upstream: lp.upstreamAddr,
+	cfg := wire.WorkerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: 1, Upstream: lp.upstreamAddr,
 		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM, Warm: &lp.job.Certs, Nice: lp.raised}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(lp.exe)
-	cmd.Env = append(os.Environ(), envRole+"=worker")
+	cmd := exec.Command(lp.exe, Command, RoleWorker)
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = childAttr()
+	cmd.SysProcAttr = kernel.ChildAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -162,19 +151,19 @@ func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	}
 	start := cmd.Start
 	if lp.raised {
-		start = func() error { return startLowPriority(cmd) } // see workerConfig.Nice
+		start = func() error { return kernel.StartLowPriority(cmd) } // see wire.WorkerConfig.Nice
 	}
 	if err := start(); err != nil {
 		return nil, fmt.Errorf("harness: cannot start worker process %s: %w", lp.exe, err)
 	}
-	p := &workerProc{cmd: cmd, in: newLineWriter(stdin), stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
+	p := &workerProc{cmd: cmd, in: wire.NewWriter(stdin), stdin: stdin, ready: make(chan struct{}), exited: make(chan struct{})}
 	p.slot.Store(int32(id))
 	d.allMu.Lock()
 	d.spawned++
 	p.serial = d.spawned
 	d.all = append(d.all, p)
 	d.allMu.Unlock()
-	if err := p.in.send(&msg{Config: raw}); err != nil {
+	if err := p.in.Send(&wire.Msg{Config: raw}); err != nil {
 		cmd.Process.Kill()
 	}
 	go d.read(p, stdout)
@@ -184,10 +173,10 @@ func (d *dispatcher) spawn(id int) (*workerProc, error) {
 // read forwards a worker's events and completions.
 func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 	defer close(p.exited)
-	lr := newLineReader(stdout)
+	lr := wire.NewReader(stdout)
 	readyClosed := false
 	for {
-		m, err := lr.next()
+		m, err := lr.Next()
 		if err != nil {
 			if err != io.EOF {
 				p.err = err
@@ -196,7 +185,7 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 		}
 		switch {
 		case m.Ev != nil:
-			e := m.Ev.event()
+			e := *m.Ev
 			if e.Worker != 0 {
 				e.Worker = int(p.slot.Load())
 			}
@@ -215,7 +204,7 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 			d.mu.Unlock()
 			if r != nil {
 				if m.End != 0 {
-					r.end = wallTime(m.End)
+					r.end = wire.WallTime(m.End)
 				}
 				r.done <- m.Fail
 			}
@@ -242,20 +231,23 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 	}
 }
 
+// queued: requests wait in one queue for a free slot of any worker (see
+// dispatcher); otherwise each worker has a queue of its own.
+func (d *dispatcher) queued() bool { return d.s.Threads > 0 && d.s.Dispatch == "queue" }
+
 // dispatch hands an arrived request to a worker, or queues it.
 func (d *dispatcher) dispatch(r *request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.s
-	if s.Threads > 0 && s.Dispatch == "queue" {
-		if len(d.free) > 0 {
-			w := d.free[0]
-			d.free = d.free[1:]
-			d.busy[w]++
-			d.send(r, w)
+	if d.queued() {
+		if len(d.free) == 0 {
+			d.wait = append(d.wait, r)
 			return
 		}
-		d.wait = append(d.wait, r)
+		w := d.free[0]
+		d.free = d.free[1:]
+		d.assign(r, w)
 		return
 	}
 	var w int
@@ -267,11 +259,16 @@ func (d *dispatcher) dispatch(r *request) {
 		d.rr++
 	}
 	if s.Threads == 0 || d.busy[w] < s.Threads {
-		d.busy[w]++
-		d.send(r, w)
+		d.assign(r, w)
 		return
 	}
 	d.perW[w] = append(d.perW[w], r)
+}
+
+// assign takes a slot of worker w for r and sends it; d.mu is held.
+func (d *dispatcher) assign(r *request, w int) {
+	d.busy[w]++
+	d.send(r, w)
 }
 
 // send gives r to the process in slot w (once it is ready); d.mu is held.
@@ -279,14 +276,14 @@ func (d *dispatcher) send(r *request, w int) {
 	p := d.procs[w]
 	r.worker, r.proc = w+1, p
 	d.reqs[r.id] = r
-	j := &job{Req: r.id, T0: d.lp.t0.UnixNano()}
+	j := &wire.Job{Req: r.id, T0: d.lp.t0.UnixNano()}
 	if !r.at.IsZero() {
 		j.At = r.at.UnixNano()
 	}
 	go func() {
 		select {
 		case <-p.ready:
-			p.in.send(&msg{Job: j})
+			p.in.Send(&wire.Msg{Job: j})
 		case <-p.exited:
 		}
 	}()
@@ -307,7 +304,7 @@ func (d *dispatcher) finished(w int) {
 		if linger {
 			d.lingering++
 		}
-		go old.in.send(&msg{Job: &job{Exit: true, Linger: linger}})
+		go old.in.Send(&wire.Msg{Job: &wire.Job{Exit: true, Linger: linger}})
 		if len(d.spares) > 0 {
 			p := d.spares[0]
 			d.spares = d.spares[1:]
@@ -320,22 +317,20 @@ func (d *dispatcher) finished(w int) {
 		}
 		d.served[w] = 0
 	}
-	if s.Threads > 0 && s.Dispatch == "queue" {
-		if len(d.wait) > 0 {
-			r := d.wait[0]
-			d.wait = d.wait[1:]
-			d.busy[w]++
-			d.send(r, w)
+	if d.queued() {
+		if len(d.wait) == 0 {
+			d.free = append(d.free, w)
 			return
 		}
-		d.free = append(d.free, w)
+		r := d.wait[0]
+		d.wait = d.wait[1:]
+		d.assign(r, w)
 		return
 	}
 	if len(d.perW[w]) > 0 {
 		r := d.perW[w][0]
 		d.perW[w] = d.perW[w][1:]
-		d.busy[w]++
-		d.send(r, w)
+		d.assign(r, w)
 	}
 }
 
@@ -357,124 +352,4 @@ func (d *dispatcher) stop() {
 			<-p.exited
 		}
 	}
-}
-
-// dispatchLead is how long before a request reaches the workers its job is
-// sent to one: a job crosses a pipe and wakes a process up (0.1–0.3 ms,
-// more when the machine is busy), and the worker then starts the request
-// at its arrival time exactly. Sent on arrival, every request would start
-// that much late, and a pause or think time would last that much longer
-// than the model's: the keep-alive race, which hangs on a few
-// milliseconds, came out shifted.
-const dispatchLead = 2 * time.Millisecond
-
-// loadGen sends the scenario's requests: closed-loop users or open-loop
-// arrivals (the same arrival times as the model for the same seed), each
-// crossing client_rtt/2 to the workers and back. A user's next request
-// leaves think_time (and pause) after the previous one ended at the worker,
-// as measured there.
-type loadGen struct {
-	s  *sim.Scenario
-	lp *labProc
-	// serve runs the request and reports whether a call failed; it sets
-	// r.end when it knows better than its own return when the request
-	// ended. r.at is when the request reaches the workers: lead before it,
-	// serve may hand it on.
-	serve func(ctx context.Context, r *request) bool
-	lead  time.Duration
-	// netRTT: serve crosses a real emulated path of client_rtt (the proxy
-	// setup), so the generator adds no delay of its own.
-	netRTT  bool
-	mu      sync.Mutex
-	sent    int
-	arrived int
-}
-
-func (g *loadGen) canSend() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.sent >= g.s.Requests {
-		return false
-	}
-	g.sent++
-	return true
-}
-
-func (g *loadGen) half() time.Duration {
-	if g.netRTT {
-		return 0
-	}
-	return g.s.ClientRTT / 2
-}
-
-// dispatchAt is when a request sent at sent is handed on.
-func (g *loadGen) dispatchAt(sent time.Time) time.Time { return sent.Add(g.half() - g.lead) }
-
-// one runs one request sent at sent and returns when its answer reached
-// the user.
-func (g *loadGen) one(ctx context.Context, user int, sent time.Time) time.Time {
-	half := g.half()
-	at := sent.Add(half)
-	SleepUntil(g.dispatchAt(sent))
-	g.mu.Lock()
-	g.arrived++
-	r := &request{id: g.arrived, user: user, sent: sent, at: at, done: make(chan bool, 1)}
-	g.mu.Unlock()
-	failed := g.serve(ctx, r)
-	end := r.end
-	if end.IsZero() {
-		end = time.Now()
-	}
-	SleepUntil(end.Add(half))
-	end = end.Add(half)
-	e := &sim.Event{Kind: sim.KindRequest, At: g.lp.since(end), Req: r.id, Worker: r.worker, Start: g.lp.since(sent), Total: end.Sub(sent)}
-	if failed {
-		e.Error = "a call failed"
-	}
-	g.lp.emit(e)
-	g.lp.progress()
-	return end
-}
-
-func (g *loadGen) run(ctx context.Context, seed uint64) {
-	s := g.s
-	t0 := g.lp.t0
-	var wg sync.WaitGroup
-	if s.Load == "open" {
-		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		var at time.Duration
-		for g.canSend() {
-			sent := t0.Add(at)
-			if sleepCtx(ctx, g.dispatchAt(sent)) != nil {
-				break
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); g.one(ctx, -1, sent) }()
-			gap := 1 / s.Rate
-			if s.Arrival == "poisson" {
-				gap = -math.Log(1-rng.Float64()) / s.Rate
-			}
-			at += time.Duration(gap * float64(time.Second))
-		}
-		wg.Wait()
-		return
-	}
-	for u := range s.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sent := t0
-			for n := 1; ctx.Err() == nil && g.canSend(); n++ {
-				if sleepCtx(ctx, g.dispatchAt(sent)) != nil {
-					return
-				}
-				next := g.one(ctx, u, sent).Add(s.ThinkTime)
-				if s.PauseEvery > 0 && n%s.PauseEvery == 0 {
-					next = next.Add(s.Pause)
-				}
-				sent = next
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -1,4 +1,4 @@
-package harness
+package roles
 
 import (
 	"context"
@@ -13,51 +13,21 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/wire"
 )
-
-// labJob is what a lab process is asked to run: one variant, already
-// scaled.
-type labJob struct {
-	Block         string       `json:"block"`
-	Variant       string       `json:"variant"`
-	Setup         string       `json:"setup"`
-	Scenario      sim.Scenario `json:"scenario"`
-	Seed          uint64       `json:"seed"`
-	Certs         Certs        `json:"certs"`
-	Isolated      bool         `json:"isolated"`
-	KernelTWReuse int          `json:"kernel_tw_reuse"`
-	Real          []string     `json:"real,omitempty"`
-}
-
-// variantReport is what a lab process measured besides the events.
-type variantReport struct {
-	TimeWaitPeak       int      `json:"time_wait_peak"`
-	ServerTimeWaitPeak int      `json:"server_time_wait_peak"`
-	OpenPeak           int      `json:"open_peak"`
-	Components         []string `json:"components"`
-	Notes              []string `json:"notes,omitempty"`
-	WallS              float64  `json:"wall_s"`
-	// ResolutionMS is the resolution of the measured phases when coarser
-	// than the clock's (nginx logs whole milliseconds).
-	ResolutionMS float64 `json:"resolution_ms,omitempty"`
-	// KernelSpread: the kernel, not the harness, spread the connections
-	// over the workers (nginx's worker processes accept them).
-	KernelSpread bool `json:"kernel_spread,omitempty"`
-	// HandshakeCPU is Go's full TLS handshake measured here (see
-	// measureHandshake); 0 without TLS or when the scenario sets its own.
-	HandshakeCPU time.Duration `json:"handshake_cpu,omitempty"`
-}
 
 // labProc is the process that runs one variant: in a private network and
 // PID namespace when the kernel allows, so its sockets, sysctls and
 // children are its own, and all of them die with it.
 type labProc struct {
-	job labJob
-	out *lineWriter
+	job wire.LabJob
+	out *wire.Writer
 	exe string
 	t0  time.Time
 	// raised: this process runs at nice -20, so its workers can start at 19
-	// and raise theirs when ready (workerConfig.Nice)
+	// and raise theirs when ready (wire.WorkerConfig.Nice)
 	raised bool
 
 	upstreamAddr, dnsAddr, redisAddr string
@@ -88,7 +58,7 @@ func (lp *labProc) emit(e *sim.Event) {
 		lp.open--
 	}
 	lp.mu.Unlock()
-	lp.out.event(e)
+	lp.out.Event(e)
 }
 
 // emitWorker renumbers the connection ids of one source (an in-process
@@ -135,15 +105,15 @@ func (lp *labProc) progress() {
 	n := lp.done
 	lp.mu.Unlock()
 	if send {
-		lp.out.send(&msg{Progress: fmt.Sprintf("%s/%s: %d of %d requests", lp.job.Block, lp.job.Variant, n, lp.job.Scenario.Requests)})
+		lp.out.Send(&wire.Msg{Progress: fmt.Sprintf("%s/%s: %d of %d requests", lp.job.Block, lp.job.Variant, n, lp.job.Scenario.Requests)})
 	}
 }
 
 // labMain is a lab process: a job on stdin, events, progress and a report
 // on stdout.
 func labMain(stdin io.Reader, stdout io.Writer) error {
-	out := newLineWriter(stdout)
-	m, err := newLineReader(stdin).next()
+	out := wire.NewWriter(stdout)
+	m, err := wire.NewReader(stdin).Next()
 	if err != nil {
 		return err
 	}
@@ -152,30 +122,36 @@ func labMain(stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("harness: lab process: bad job: %v", err)
 	}
 	stop := make(chan struct{})
-	go out.flushEvery(50*time.Millisecond, stop)
+	go out.FlushEvery(50*time.Millisecond, stop)
 	rep, err := lp.run(context.Background())
 	close(stop)
 	if err == nil {
 		err = lp.err
 	}
 	if err != nil {
-		out.send(&msg{Error: err.Error()})
+		out.Send(&wire.Msg{Error: err.Error()})
 		return err
 	}
-	return out.send(&msg{Result: rep})
+	return out.Send(&wire.Msg{Result: rep})
 }
 
-func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
+// run prepares the lab process (priority, namespace, the TLS handshake's
+// CPU) and runs the variant on its setup.
+func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 	job := &lp.job
 	s := &job.Scenario
-	rep := &variantReport{}
+	st, ok := setups[job.Setup]
+	if !ok {
+		return nil, fmt.Errorf("harness: unknown setup %q", job.Setup)
+	}
+	rep := &wire.Report{}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	lp.exe = exe
 	lp.t0 = time.Now()
-	if err := raisePriority(); err != nil {
+	if err := kernel.RaisePriority(); err != nil {
 		rep.Notes = append(rep.Notes, "ran at normal CPU priority (raising it was refused: "+err.Error()+"); a busy machine slows real runs down")
 	} else {
 		lp.raised = true
@@ -183,7 +159,7 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 	}
 
 	if job.Isolated {
-		if err := loopbackUp(); err != nil {
+		if err := kernel.LoopbackUp(); err != nil {
 			return nil, err
 		}
 		// The servers take their ports from a range the clients' range
@@ -192,12 +168,12 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 		if s.PortRange.Hi >= 60000 {
 			lo, hi = 1024, 9999
 		}
-		if err := writeSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", lo, hi)); err != nil {
+		if err := kernel.WriteSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", lo, hi)); err != nil {
 			return nil, err
 		}
 	}
 	if s.TLS != "none" && s.HandshakeCPU == 0 {
-		hs, err := measureHandshake(&job.Certs, s.TLS, s.Cert)
+		hs, err := servers.MeasureHandshake(&job.Certs, s.TLS, s.Cert)
 		if err != nil {
 			return nil, fmt.Errorf("harness: measuring a TLS handshake: %w", err)
 		}
@@ -210,86 +186,111 @@ func (lp *labProc) run(ctx context.Context) (*variantReport, error) {
 			f()
 		}
 	}()
-	serverPort := 0
-	switch job.Setup {
-	case SetupHTTP:
-		if s.DNS > 0 {
-			d, err := startDNS("", 0) // the workers hold its answers (resolver.hold)
-			if err != nil {
-				return nil, err
-			}
-			cleanup = append(cleanup, d.Close)
-			lp.dnsAddr = d.addr
-			rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s, each answer held %s at the resolver's end", d.addr, APIHost, sim.FormatDuration(s.DNS)))
-		}
-		cfg := upstreamConfig(s, s.RTT, ownClients)
-		cfg.Seed = job.Seed
-		up, err := StartUpstream("", cfg, &job.Certs, lp.serverEvent)
+	return st.run(lp, ctx, rep, &cleanup)
+}
+
+// startHTTP starts the http setup's servers: the upstream, and the DNS
+// server when the scenario has lookups.
+func (lp *labProc) startHTTP(rep *wire.Report, cleanup *[]func()) (port int, err error) {
+	job := &lp.job
+	s := &job.Scenario
+	if s.DNS > 0 {
+		d, err := servers.StartDNS("", 0) // the workers hold its answers (resolver.hold)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		cleanup = append(cleanup, up.Close)
-		lp.upstreamAddr = up.Addr()
-		serverPort = up.Port()
-		rep.Components = append(rep.Components, up.String())
-	case SetupRedis:
-		r, err := startRedis(slices.Contains(job.Real, "redis"), s.RTT)
-		if err != nil {
-			return nil, err
-		}
-		cleanup = append(cleanup, r.Close)
-		lp.redisAddr = r.addr
-		serverPort = r.port()
-		rep.Components = append(rep.Components, "Redis: "+r.desc+" on "+r.addr+", go-redis v9 clients")
-	case SetupProxy:
-		return lp.runProxy(ctx, rep, &cleanup)
-	default:
-		return nil, fmt.Errorf("harness: unknown setup %q", job.Setup)
+		*cleanup = append(*cleanup, d.Close)
+		lp.dnsAddr = d.Addr
+		rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s, each answer held %s at the resolver's end", d.Addr, servers.APIHost, sim.FormatDuration(s.DNS)))
+	}
+	up, err := lp.startUpstream(servers.OwnClients, rep, cleanup)
+	if err != nil {
+		return 0, err
+	}
+	lp.upstreamAddr = up.Addr()
+	return up.Port(), nil
+}
+
+// startUpstream starts the upstream for clients who, and lists it.
+func (lp *labProc) startUpstream(who servers.Clients, rep *wire.Report, cleanup *[]func()) (*servers.Upstream, error) {
+	s := &lp.job.Scenario
+	cfg := servers.ConfigFor(s, s.RTT, who)
+	cfg.Seed = lp.job.Seed
+	up, err := servers.StartUpstream("", cfg, &lp.job.Certs, lp.serverEvent)
+	if err != nil {
+		return nil, err
+	}
+	*cleanup = append(*cleanup, up.Close)
+	rep.Components = append(rep.Components, up.String())
+	return up, nil
+}
+
+// startRedis starts the redis setup's server: miniredis, or redis-server
+// when asked for.
+func (lp *labProc) startRedis(rep *wire.Report, cleanup *[]func()) (port int, err error) {
+	job := &lp.job
+	r, err := servers.StartRedis(slices.Contains(job.Real, "redis"), job.Scenario.RTT, job.Dir)
+	if err != nil {
+		return 0, err
+	}
+	*cleanup = append(*cleanup, r.Close)
+	lp.redisAddr = r.Addr
+	rep.Components = append(rep.Components, "Redis: "+r.Desc+" on "+r.Addr+", go-redis v9 clients")
+	return r.Port(), nil
+}
+
+// runWorkers runs a variant on worker processes calling the servers that
+// start started, whose port's sockets are counted.
+func (lp *labProc) runWorkers(ctx context.Context, rep *wire.Report, cleanup *[]func(), start func(*wire.Report, *[]func()) (int, error)) (*wire.Report, error) {
+	s := &lp.job.Scenario
+	serverPort, err := start(rep, cleanup)
+	if err != nil {
+		return nil, err
 	}
 	if err := lp.setPorts(rep); err != nil {
 		return nil, err
 	}
-	d := newDispatcher(lp, s, rand.New(rand.NewPCG(job.Seed, 1)))
-	cleanup = append(cleanup, d.stop)
+	d := newDispatcher(lp, s, rand.New(rand.NewPCG(lp.job.Seed, 1)))
+	*cleanup = append(*cleanup, d.stop)
 	if err := d.start(ctx); err != nil {
 		return nil, err
 	}
-	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, job.Isolated))
+	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, lp.job.Isolated))
 	settle()
 	lp.t0 = time.Now().Add(dispatchLead) // the first jobs leave now
-	smp := startSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
+	smp := kernel.StartSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, lead: dispatchLead, serve: func(ctx context.Context, r *request) bool {
 		d.dispatch(r)
 		failed := <-r.done
 		d.finished(r.worker - 1)
 		return failed
 	}}
-	gen.run(ctx, job.Seed)
+	gen.run(ctx, lp.job.Seed)
 	return lp.finish(rep, smp)
 }
 
 // setPorts narrows the clients' port range and sets tcp_tw_reuse, in the
 // private namespace only, after the servers have their ports.
-func (lp *labProc) setPorts(rep *variantReport) error {
+func (lp *labProc) setPorts(rep *wire.Report) error {
 	job := &lp.job
 	s := &job.Scenario
 	if !job.Isolated {
 		rep.Notes = append(rep.Notes, "no private network namespace: the host's port range and tcp_tw_reuse apply; TIME_WAIT is counted on the server's port")
 		return nil
 	}
-	if err := writeSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", s.PortRange.Lo, s.PortRange.Hi)); err != nil {
+	if err := kernel.WriteSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", s.PortRange.Lo, s.PortRange.Hi)); err != nil {
 		return err
 	}
-	if err := writeSysctl("net/ipv4/tcp_tw_reuse", strconv.Itoa(job.KernelTWReuse)); err != nil {
+	if err := kernel.WriteSysctl("net/ipv4/tcp_tw_reuse", strconv.Itoa(job.KernelTWReuse)); err != nil {
 		return err
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("private network namespace: ip_local_port_range %d-%d, tcp_tw_reuse %d", s.PortRange.Lo, s.PortRange.Hi, job.KernelTWReuse))
 	return nil
 }
 
-func (lp *labProc) finish(rep *variantReport, smp *sampler) (*variantReport, error) {
+func (lp *labProc) finish(rep *wire.Report, smp *kernel.Sampler) (*wire.Report, error) {
 	s := &lp.job.Scenario
-	tw, stw, open, err := smp.finish(max(s.RTT, s.ClientRTT)/2+10*time.Millisecond, 2*max(s.RTT, s.ClientRTT)+100*time.Millisecond)
+	tw, stw, open, err := smp.Finish(max(s.RTT, s.ClientRTT)/2+10*time.Millisecond, 2*max(s.RTT, s.ClientRTT)+100*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("harness: reading /proc/net/tcp: %w", err)
 	}

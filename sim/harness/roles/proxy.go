@@ -1,58 +1,54 @@
-package harness
+package roles
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/client"
+	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/netem"
+	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/wire"
 )
 
 // runProxy runs the proxy setup: a load generator → a reverse proxy (a Go
 // one, or nginx) whose workers call the upstream → the upstream.
-func (lp *labProc) runProxy(ctx context.Context, rep *variantReport, cleanup *[]func()) (*variantReport, error) {
+func (lp *labProc) runProxy(ctx context.Context, rep *wire.Report, cleanup *[]func()) (*wire.Report, error) {
 	job := &lp.job
 	s := &job.Scenario
 	wantNginx := slices.Contains(job.Real, "nginx")
 	bin, lookErr := exec.LookPath("nginx")
 	useNginx := wantNginx && lookErr == nil && s.TLS == "none"
-	who := ownClients // the Go proxy's workers hold what they receive
+	who := servers.OwnClients // the Go proxy's workers hold what they receive
 	if useNginx {
-		who = foreignClients
+		who = servers.ForeignClients
 	}
-	cfg := upstreamConfig(s, s.RTT, who)
-	cfg.Seed = job.Seed
-	up, err := StartUpstream("", cfg, &job.Certs, lp.serverEvent)
+	up, err := lp.startUpstream(who, rep, cleanup)
 	if err != nil {
 		return nil, err
 	}
-	*cleanup = append(*cleanup, up.Close)
-	rep.Components = append(rep.Components, up.String())
 	var front string
-	var ngx *nginxProc
+	var ngx *servers.Nginx
 	switch {
 	case useNginx:
-		ngx, err = startNginx(bin, s, up.Addr())
+		ngx, err = servers.StartNginx(bin, s, up.Addr(), job.Dir)
 		if err != nil {
 			return nil, err
 		}
-		*cleanup = append(*cleanup, ngx.stop)
-		front = ngx.addr
-		rep.Components = append(rep.Components, ngx.desc)
+		*cleanup = append(*cleanup, ngx.Stop)
+		front = ngx.Addr
+		rep.Components = append(rep.Components, ngx.Desc)
 		rep.ResolutionMS = 1
 		rep.KernelSpread = true
 		rep.Notes = append(rep.Notes, "nginx logs upstream times in whole milliseconds: its phases are compared within 1 ms more")
@@ -78,11 +74,11 @@ func (lp *labProc) runProxy(ctx context.Context, rep *variantReport, cleanup *[]
 	*cleanup = append(*cleanup, users.close)
 	settle()
 	lp.t0 = time.Now()
-	smp := startSampler(up.Port(), 20*time.Millisecond, lp.since, lp.emit)
+	smp := kernel.StartSampler(up.Port(), 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, netRTT: true, serve: users.serve}
 	gen.run(ctx, job.Seed)
 	if ngx != nil {
-		if err := ngx.events(lp); err != nil {
+		if err := ngx.Events(lp.t0, lp.emit); err != nil {
 			return nil, err
 		}
 	}
@@ -112,11 +108,11 @@ func (u *proxyUsers) transport(user int) *http.Transport {
 		rtt := u.s.ClientRTT
 		tr = &http.Transport{
 			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				c, _, err := Dialer{RTT: rtt}.DialGated(ctx, network, addr)
+				c, _, err := netem.Dialer{RTT: rtt}.DialGated(ctx, network, addr)
 				if err != nil {
 					return nil, err
 				}
-				return path{In: rtt / 2, Out: rtt / 2}.wrap(c), nil
+				return netem.Path{In: rtt / 2, Out: rtt / 2}.Wrap(c), nil
 			},
 			MaxIdleConnsPerHost: 1 << 10,
 			DisableCompression:  true,
@@ -172,30 +168,30 @@ func (u *proxyUsers) close() {
 type goProxy struct {
 	ln      net.Listener
 	srv     *http.Server
-	workers []*worker
-	pools   []*httpClient
+	workers []*client.Worker
+	pools   []*client.HTTPClient
 	rr      atomic.Int64
 	desc    string
 	done    chan struct{}
 }
 
-func startGoProxy(lp *labProc, s *sim.Scenario, upstream string, certs *Certs) (*goProxy, error) {
-	ln, err := listenLoopback("tcp", "")
+func startGoProxy(lp *labProc, s *sim.Scenario, upstream string, certs *servers.Certs) (*goProxy, error) {
+	ln, err := netem.Listen("tcp", "")
 	if err != nil {
 		return nil, err
 	}
 	g := &goProxy{ln: ln, done: make(chan struct{})}
 	for i := range s.Workers {
 		id := i + 1
-		w, err := newWorker(workerConfig{Setup: SetupHTTP, Scenario: *s, Worker: id, Upstream: upstream, CAPEM: certs.CAPEM},
+		w, err := client.NewWorker(wire.WorkerConfig{Setup: wire.SetupHTTP, Scenario: *s, Worker: id, Upstream: upstream, CAPEM: certs.CAPEM},
 			func(e *sim.Event) { lp.emitWorker(id, e) })
 		if err != nil {
 			ln.Close()
 			return nil, err
 		}
-		w.baseFn = func() time.Time { return lp.t0 }
+		w.SetBaseFunc(func() time.Time { return lp.t0 })
 		g.workers = append(g.workers, w)
-		g.pools = append(g.pools, w.newHTTPClient())
+		g.pools = append(g.pools, w.NewHTTPClient())
 	}
 	g.srv = &http.Server{Handler: http.HandlerFunc(g.handle), ReadHeaderTimeout: time.Minute}
 	go func() {
@@ -215,14 +211,14 @@ func (g *goProxy) handle(rw http.ResponseWriter, r *http.Request) {
 	w := g.workers[i]
 	req, _ := strconv.Atoi(r.Header.Get("X-Connlab-Req"))
 	h := g.pools[i]
-	if w.cfg.Scenario.Reuse != "upstream-keepalive" {
-		h = w.newHTTPClient()
+	if w.Scenario().Reuse != "upstream-keepalive" {
+		h = w.NewHTTPClient()
 	}
 	var body bytes.Buffer
-	e := w.httpCall(r.Context(), h, h, h, req, 1, &body)
-	w.emit(e)
+	e := w.HTTPCall(r.Context(), h, h, h, req, 1, &body)
+	w.Emit(e)
 	if h != g.pools[i] {
-		h.closeIdle("end-of-call")
+		h.CloseIdle("end-of-call")
 	}
 	rw.Header().Set("X-Connlab-Worker", strconv.Itoa(i+1))
 	if e.Error != "" {
@@ -236,181 +232,6 @@ func (g *goProxy) close() {
 	g.srv.Close()
 	<-g.done
 	for _, p := range g.pools {
-		p.closeIdle("shutdown")
+		p.CloseIdle("shutdown")
 	}
-}
-
-// nginxProc is a real nginx, configured in a temporary prefix.
-type nginxProc struct {
-	cmd    *exec.Cmd
-	dir    string
-	addr   string
-	desc   string
-	exited chan struct{}
-}
-
-func startNginx(bin string, s *sim.Scenario, upstream string) (*nginxProc, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "connlab-nginx-")
-	if err != nil {
-		return nil, err
-	}
-	os.Chmod(dir, 0o755)
-	n := &nginxProc{dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	upstreamBlock := fmt.Sprintf("    upstream app {\n        server %s;\n", upstream)
-	location := "            proxy_pass http://app;\n"
-	if s.Reuse == "upstream-keepalive" {
-		// The model has the server close idle connections; nginx's own
-		// upstream keepalive_timeout is left long so only the server does.
-		// Likewise for keepalive_requests: the model's is the server's.
-		upstreamBlock += fmt.Sprintf("        keepalive %d;\n        keepalive_timeout 1h;\n        keepalive_requests 1000000000;\n", s.UpstreamKeepalive)
-		location += "            proxy_http_version 1.1;\n            proxy_set_header Connection \"\";\n"
-	}
-	upstreamBlock += "    }\n"
-	conf := fmt.Sprintf(`# written by the connlab harness
-daemon off;
-master_process on;
-worker_processes %d;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log warn;
-events { worker_connections 4096; }
-http {
-    log_format connlab '$msec $pid $http_x_connlab_req $upstream_connect_time|$upstream_header_time|$upstream_response_time|$upstream_http_x_connlab_conn $status';
-    access_log %[2]s/access.log connlab;
-    client_body_temp_path %[2]s/body;
-    proxy_temp_path %[2]s/proxy;
-    fastcgi_temp_path %[2]s/fastcgi;
-    uwsgi_temp_path %[2]s/uwsgi;
-    scgi_temp_path %[2]s/scgi;
-    keepalive_timeout 1h;
-    keepalive_requests 1000000;
-%[3]s    server {
-        listen %[4]s;
-        location / {
-%[5]s            add_header X-Connlab-Pid $pid always;
-        }
-    }
-}
-`, s.Workers, dir, upstreamBlock, n.addr, location)
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	n.cmd = exec.Command(bin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
-	n.cmd.SysProcAttr = childAttr()
-	var stderr bytes.Buffer
-	n.cmd.Stderr = &stderr
-	if err := n.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { n.cmd.Wait(); close(exited) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", n.addr, time.Second)
-		if err == nil {
-			closeReset(c) // no TIME_WAIT to count against the run
-			break
-		}
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("harness: nginx did not start: %s%s", stderr.String(), log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			n.stop()
-			return nil, fmt.Errorf("harness: nginx did not listen on %s", n.addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ver, _ := exec.Command(bin, "-v").CombinedOutput()
-	mode := fmt.Sprintf("keepalive %d, proxy_http_version 1.1, Connection \"\"", s.UpstreamKeepalive)
-	if s.Reuse != "upstream-keepalive" {
-		mode = "no upstream keep-alive (HTTP/1.0, Connection: close)"
-	}
-	n.desc = fmt.Sprintf("%s on %s: worker_processes %d, %s", strings.TrimSpace(strings.TrimPrefix(string(ver), "nginx version: ")), n.addr, s.Workers, mode)
-	n.exited = exited
-	return n, nil
-}
-
-func (n *nginxProc) stop() {
-	if n.cmd != nil && n.cmd.Process != nil {
-		n.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-n.exited:
-		case <-time.After(5 * time.Second):
-			n.cmd.Process.Kill()
-			<-n.exited
-		}
-	}
-	os.RemoveAll(n.dir)
-}
-
-// events turns nginx's access log into call events: one line per proxied
-// request with the upstream's times (whole milliseconds) and the
-// upstream's connection id and request number on it.
-func (n *nginxProc) events(lp *labProc) error {
-	// nginx writes a line after it sends the response; wait for the last.
-	time.Sleep(20 * time.Millisecond)
-	f, err := os.Open(filepath.Join(n.dir, "access.log"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	t0 := lp.t0
-	pids := map[int]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 5 {
-			continue
-		}
-		msec, _ := strconv.ParseFloat(f[0], 64)
-		pid, _ := strconv.Atoi(f[1])
-		req, _ := strconv.Atoi(f[2])
-		parts := strings.Split(f[3], "|")
-		if len(parts) != 4 {
-			continue
-		}
-		w, ok := pids[pid]
-		if !ok {
-			w = len(pids) + 1
-			pids[pid] = w
-		}
-		last := func(s string) string {
-			v := strings.Split(s, ", ")
-			return strings.TrimSpace(v[len(v)-1])
-		}
-		sec := func(s string) time.Duration {
-			v, err := strconv.ParseFloat(last(s), 64)
-			if err != nil {
-				return 0
-			}
-			return time.Duration(v * float64(time.Second))
-		}
-		end := time.Unix(0, int64(msec*1e9))
-		e := &sim.Event{Kind: sim.KindCall, Req: req, Call: 1, Worker: w, Retried: strings.Contains(parts[2], ",")}
-		e.Total = sec(parts[2])
-		e.At = end.Sub(t0.Round(0)) // wall clock against wall clock
-		e.Start = e.At - e.Total
-		e.Connect = sec(parts[0])
-		e.StartTransfer = sec(parts[1])
-		if id, nth, ok := strings.Cut(last(parts[3]), "/"); ok {
-			e.Conn, _ = strconv.Atoi(id)
-			e.NewConn = nth == "1"
-			e.Reused = !e.NewConn
-		}
-		if f[4] != "200" {
-			e.Error = "HTTP " + f[4] + " from nginx"
-		}
-		lp.emit(e)
-	}
-	return sc.Err()
 }

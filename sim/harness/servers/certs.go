@@ -1,4 +1,4 @@
-package harness
+package servers
 
 import (
 	"crypto"
@@ -10,12 +10,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
+	"errors"
 	"math/big"
 	"net"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/connlab/connlab/sim/harness/netem"
 )
 
 // APIHost is the name the lab's clients call; the harness's DNS server
@@ -37,9 +39,9 @@ var (
 	certsErr  error
 )
 
-// sharedCerts generates the certificates once per process: an RSA-2048 key
+// SharedCerts generates the certificates once per process: an RSA-2048 key
 // takes a noticeable fraction of a second.
-func sharedCerts() (*Certs, error) {
+func SharedCerts() (*Certs, error) {
 	certsOnce.Do(func() { certsVal, certsErr = newCerts() })
 	return certsVal, certsErr
 }
@@ -113,49 +115,49 @@ func (c *Certs) serverCert(kind string) (tls.Certificate, error) {
 	return tls.X509KeyPair(p, p)
 }
 
-// pool returns a pool holding the CA.
-func (c *Certs) pool() (*x509.CertPool, error) {
+// CAPool returns a pool holding the CA certificate caPEM, for clients.
+func CAPool(caPEM []byte) (*x509.CertPool, error) {
 	p := x509.NewCertPool()
-	if !p.AppendCertsFromPEM(c.CAPEM) {
-		return nil, fmt.Errorf("harness: bad CA certificate")
+	if !p.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("harness: bad CA certificate")
 	}
 	return p, nil
 }
 
-// tlsVersion maps the scenario's tls key to crypto/tls.
-func tlsVersion(v string) uint16 {
+// TLSVersion maps the scenario's tls key to crypto/tls.
+func TLSVersion(v string) uint16 {
 	if v == "1.2" {
 		return tls.VersionTLS12
 	}
 	return tls.VersionTLS13
 }
 
-// curves: the model prices one ECDHE on P-256 per side; Go's default would
+// Curves: the model prices one ECDHE on P-256 per side; Go's default would
 // offer X25519MLKEM768 first.
-var curves = []tls.CurveID{tls.CurveP256}
+var Curves = []tls.CurveID{tls.CurveP256}
 
-// measureHandshake times full TLS handshakes of this TLS stack (Go's
+// MeasureHandshake times full TLS handshakes of this TLS stack (Go's
 // crypto/tls) on this machine, client and server in this process over
 // loopback with no delay, and returns the median: the CPU a handshake puts
-// on the critical path. The model prices handshakes at OpenSSL's speed
-// (FACTS §5); a real run measures its own and gives it to the model as
-// handshake_cpu, so that model and measurement differ in round trips only.
-func measureHandshake(certs *Certs, version, kind string) (time.Duration, error) {
+// on the critical path. The model prices handshakes at OpenSSL's speed; a
+// real run measures its own and gives it to the model as handshake_cpu, so
+// that model and measurement differ in round trips only.
+func MeasureHandshake(certs *Certs, version, kind string) (time.Duration, error) {
 	cert, err := certs.serverCert(kind)
 	if err != nil {
 		return 0, err
 	}
-	pool, err := certs.pool()
+	pool, err := CAPool(certs.CAPEM)
 	if err != nil {
 		return 0, err
 	}
-	v := tlsVersion(version)
-	ln, err := listenLoopback("tcp", "")
+	v := TLSVersion(version)
+	ln, err := netem.Listen("tcp", "")
 	if err != nil {
 		return 0, err
 	}
 	defer ln.Close()
-	srv := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v, CurvePreferences: curves, SessionTicketsDisabled: true}
+	srv := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v, CurvePreferences: Curves, SessionTicketsDisabled: true}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -176,7 +178,7 @@ func measureHandshake(certs *Certs, version, kind string) (time.Duration, error)
 			return 0, err
 		}
 		st := time.Now()
-		tc := tls.Client(raw, &tls.Config{ServerName: APIHost, RootCAs: pool, MinVersion: v, MaxVersion: v, CurvePreferences: curves})
+		tc := tls.Client(raw, &tls.Config{ServerName: APIHost, RootCAs: pool, MinVersion: v, MaxVersion: v, CurvePreferences: Curves})
 		err = tc.Handshake()
 		d := time.Since(st)
 		tc.Close()

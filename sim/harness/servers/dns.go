@@ -1,27 +1,26 @@
-package harness
+package servers
 
 import (
-	"context"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/miekg/dns"
 )
 
-// dnsServer is a real DNS server (messages packed and unpacked by
+// DNSServer is a real DNS server (messages packed and unpacked by
 // github.com/miekg/dns, UDP on loopback) that answers the lab's names with
 // 127.0.0.1 after a fixed delay: the time of a lookup that misses every
 // cache (the scenario's dns). The delay counts from when the kernel received
 // the query (SO_TIMESTAMPNS), so a busy machine does not add to it. For the
 // harness's own workers the server answers at once and the resolver holds
-// the answer instead (resolver.hold); sim upstream's server, for clients
-// such as curl, delays at its end.
-type dnsServer struct {
+// the answer instead; sim upstream's server, for clients such as curl,
+// delays at its end.
+type DNSServer struct {
+	Addr  string // where it listens
 	pc    *net.UDPConn
-	addr  string
 	delay time.Duration
 	wg    sync.WaitGroup
 }
@@ -29,11 +28,13 @@ type dnsServer struct {
 // zone is the only domain the server answers; anything else is REFUSED.
 const zone = "connlab.test."
 
-func startDNS(addr string, delay time.Duration) (*dnsServer, error) {
+// StartDNS starts a DNS server on addr ("" for 127.0.0.1 and a port the
+// kernel picks) that answers each query delay after it arrived.
+func StartDNS(addr string, delay time.Duration) (*DNSServer, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	if err := CheckLoopback(addr); err != nil {
+	if err := netem.CheckLoopback(addr); err != nil {
 		return nil, err
 	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
@@ -44,14 +45,14 @@ func startDNS(addr string, delay time.Duration) (*dnsServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &dnsServer{pc: pc, addr: pc.LocalAddr().String(), delay: delay}
-	ts := enableRxTimestamps(pc)
+	d := &DNSServer{pc: pc, Addr: pc.LocalAddr().String(), delay: delay}
+	ts := netem.EnableRxTimestamps(pc)
 	d.wg.Add(1)
 	go d.serve(ts)
 	return d, nil
 }
 
-func (d *dnsServer) serve(ts bool) {
+func (d *DNSServer) serve(ts bool) {
 	defer d.wg.Done()
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, 128)
@@ -63,7 +64,7 @@ func (d *dnsServer) serve(ts bool) {
 		}
 		at := now
 		if ts {
-			at = rxTime(oob[:oobn], now)
+			at = netem.RxTime(oob[:oobn], now)
 		}
 		q := new(dns.Msg)
 		if q.Unpack(buf[:n]) != nil {
@@ -76,7 +77,7 @@ func (d *dnsServer) serve(ts bool) {
 			if err != nil {
 				return
 			}
-			SleepUntil(at.Add(d.delay))
+			netem.SleepUntil(at.Add(d.delay))
 			d.pc.WriteToUDP(out, from)
 		}()
 	}
@@ -84,7 +85,7 @@ func (d *dnsServer) serve(ts bool) {
 
 // answer answers A queries under connlab.test with 127.0.0.1 and AAAA
 // queries with no address.
-func (d *dnsServer) answer(q *dns.Msg) *dns.Msg {
+func (d *DNSServer) answer(q *dns.Msg) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(q)
 	if len(q.Question) != 1 || !dns.IsSubDomain(zone, strings.ToLower(q.Question[0].Name)) {
@@ -101,107 +102,8 @@ func (d *dnsServer) answer(q *dns.Msg) *dns.Msg {
 	return m
 }
 
-func (d *dnsServer) Close() {
+// Close stops the server and waits for the answers in flight.
+func (d *DNSServer) Close() {
 	d.pc.Close()
 	d.wg.Wait()
-}
-
-// dnsCache is curl's DNS cache as one share handle or easy handle keeps it:
-// an answer is kept for dns_cache_timeout, whatever its TTL (curl ignores
-// TTLs), and a connection that is reused needs no lookup at all.
-type dnsCache struct {
-	mu      sync.Mutex
-	addr    string
-	at      time.Time // when the answer arrived
-	have    bool
-	timeout time.Duration
-}
-
-// resolver asks the harness's DNS server, never the system's.
-type resolver struct {
-	server string // the DNS server's address; "" when the scenario's dns is 0
-	// hold: the lookup's delay applied at this end, as the harness's own
-	// clients apply the path's (clientPath): the lab process's DNS server
-	// answers at once and the answer is held until hold after the query
-	// left, in a precise wait. A worker that slept in the netpoller
-	// through a server-side delay paid its wake-up on top (0.3–0.7 ms a
-	// lookup on this kind of VM). Servers for foreign clients (sim
-	// upstream) delay at their end instead.
-	hold time.Duration
-}
-
-// lookup returns the address of host, from c while it is fresh.
-func (r resolver) lookup(ctx context.Context, c *dnsCache, host string) (string, error) {
-	if r.server == "" {
-		return "127.0.0.1", nil // dns = 0: nothing to resolve (127.0.0.1)
-	}
-	c.mu.Lock()
-	if c.have && c.timeout > 0 && time.Since(c.at) < c.timeout {
-		a := c.addr
-		c.mu.Unlock()
-		return a, nil
-	}
-	c.mu.Unlock()
-	if err := CheckLoopback(r.server); err != nil {
-		return "", err
-	}
-	sent := time.Now()
-	resp, err := exchange(ctx, r.server, host)
-	if err != nil {
-		return "", fmt.Errorf("DNS lookup of %s: %w", host, err)
-	}
-	if r.hold > 0 {
-		if err := sleepCtx(ctx, sent.Add(r.hold)); err != nil {
-			return "", err
-		}
-	}
-	for _, rr := range resp.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			addr := a.A.String()
-			if err := CheckLoopback(addr); err != nil {
-				return "", err
-			}
-			c.mu.Lock()
-			if c.timeout > 0 {
-				c.addr, c.at, c.have = addr, time.Now(), true
-			}
-			c.mu.Unlock()
-			return addr, nil
-		}
-	}
-	return "", fmt.Errorf("DNS lookup of %s: no address (%s)", host, dns.RcodeToString[resp.Rcode])
-}
-
-// exchange sends one A query over UDP and reads the answer with the same ID.
-func exchange(ctx context.Context, server, host string) (*dns.Msg, error) {
-	c, err := dialLoopback(ctx, "udp", server)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	q := new(dns.Msg)
-	q.SetQuestion(dns.Fqdn(host), dns.TypeA)
-	out, err := q.Pack()
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	c.SetDeadline(deadline)
-	if _, err := c.Write(out); err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		if err != nil {
-			return nil, err
-		}
-		m := new(dns.Msg)
-		if m.Unpack(buf[:n]) == nil && m.Id == q.Id {
-			return m, nil
-		}
-	}
 }

@@ -1,4 +1,8 @@
-package harness
+// Package servers holds the servers a real run calls, all on loopback: the
+// HTTPS (or HTTP) upstream with the emulated path at its end, the DNS
+// server, Redis (miniredis or redis-server) behind a delaying front, nginx
+// as a reverse proxy, and the certificates they present.
+package servers
 
 import (
 	"github.com/connlab/connlab/sim"
@@ -10,7 +14,7 @@ type Servers struct {
 	Upstream *Upstream
 	DNSAddr  string
 	CAPEM    []byte // the CA the upstream's certificate chains to
-	dns      *dnsServer
+	dns      *DNSServer
 }
 
 // StartServers starts the upstream on addr and the DNS server on dnsAddr
@@ -21,20 +25,20 @@ func StartServers(addr, dnsAddr string, s sim.Scenario) (*Servers, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	certs, err := sharedCerts()
+	certs, err := SharedCerts()
 	if err != nil {
 		return nil, err
 	}
-	d, err := startDNS(dnsAddr, s.DNS)
+	d, err := StartDNS(dnsAddr, s.DNS)
 	if err != nil {
 		return nil, err
 	}
-	up, err := StartUpstream(addr, upstreamConfig(&s, s.RTT, foreignDialers), certs, nil)
+	up, err := StartUpstream(addr, ConfigFor(&s, s.RTT, ForeignDialers), certs, nil)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	return &Servers{Upstream: up, DNSAddr: d.addr, CAPEM: certs.CAPEM, dns: d}, nil
+	return &Servers{Upstream: up, DNSAddr: d.Addr, CAPEM: certs.CAPEM, dns: d}, nil
 }
 
 // Close stops both servers and waits for their connections to end.

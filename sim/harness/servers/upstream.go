@@ -1,4 +1,4 @@
-package harness
+package servers
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/netem"
 )
 
 // UpstreamConfig is the upstream server's behaviour, from the scenario.
@@ -34,50 +35,51 @@ type UpstreamConfig struct {
 	// client's FIN.
 	Closer string
 	// Path is the emulated network, applied at the server's end.
-	Path path
+	Path netem.Path
 	Seed uint64
 }
 
-// clients says who calls a server, and so at which end of each connection
+// Clients says who calls a server, and so at which end of each connection
 // the emulated path is applied.
-type clients int
+type Clients int
 
 const (
-	// ownClients are the harness's own clients (worker processes, the Go
-	// proxy): each holds what it receives for RTT/2 (path.In at its end),
-	// and the server delays only what it receives.
-	ownClients clients = iota
-	// foreignClients (nginx, a raw test client): the server's end delays
+	// OwnClients are the harness's own clients (worker processes, the Go
+	// proxy): each holds what it receives for RTT/2 (ClientPath at its
+	// end), and the server delays only what it receives.
+	OwnClients Clients = iota
+	// ForeignClients (nginx, a raw test client): the server's end delays
 	// both directions; the client pays its own wake-up.
-	foreignClients
-	// foreignDialers (curl through sim upstream): foreignClients whose
+	ForeignClients
+	// ForeignDialers (curl through sim upstream): ForeignClients whose
 	// dialer is not the harness's either, so the TCP handshake's round trip
 	// is charged on the first bytes that arrive.
-	foreignDialers
+	ForeignDialers
 )
 
-// upstreamConfig derives the upstream's configuration from a scenario.
-func upstreamConfig(s *sim.Scenario, rtt time.Duration, who clients) UpstreamConfig {
+// ConfigFor derives the upstream's configuration from a scenario, with the
+// emulated path of rtt split between the ends as who requires.
+func ConfigFor(s *sim.Scenario, rtt time.Duration, who Clients) UpstreamConfig {
 	c := UpstreamConfig{
 		TLS: s.TLS, Tickets: s.TLSResume, Cert: s.Cert,
 		KeepaliveTimeout: s.KeepaliveTimeout, KeepaliveRequests: s.KeepaliveRequests,
 		ServerTime: s.ServerTime, Jitter: s.ServerJitter, Concurrency: s.ServerConcurrency,
 		ConnTime: s.ServerConnTime, ResponseBytes: s.ResponseBytes, Closer: s.Closer,
-		Path: path{In: rtt / 2, SlowStart: &slowStart{MSS: s.MSS, InitCwnd: s.InitCwnd, RTT: rtt, AfterIdle: s.SlowStartAfterIdle}},
+		Path: netem.Path{In: rtt / 2, SlowStart: &netem.SlowStart{MSS: s.MSS, InitCwnd: s.InitCwnd, RTT: rtt, AfterIdle: s.SlowStartAfterIdle}},
 	}
-	if who != ownClients {
+	if who != OwnClients {
 		c.Path.Out = rtt / 2
 	}
-	if who == foreignDialers {
+	if who == ForeignDialers {
 		c.Path.FirstExtra = rtt
 	}
 	return c
 }
 
-// clientPath is the path a client of the harness's own applies at its end
-// of a connection to a server started with ownClients: what it receives
+// ClientPath is the path one of the harness's own clients applies at its
+// end of a connection to a server started for OwnClients: what it receives
 // waits RTT/2 from the kernel's receive time.
-func clientPath(rtt time.Duration) path { return path{In: rtt / 2} }
+func ClientPath(rtt time.Duration) netem.Path { return netem.Path{In: rtt / 2} }
 
 // Upstream is the HTTPS (or plain HTTP) server the labs call: crypto/tls
 // with the harness's certificates, HTTP/1.1 with nginx's keep-alive
@@ -86,18 +88,14 @@ func clientPath(rtt time.Duration) path { return path{In: rtt / 2} }
 // server closes), a fixed amount of work per request, and the emulated path
 // at its end of every connection.
 type Upstream struct {
-	cfg  UpstreamConfig
-	ln   net.Listener
-	tlsC *tls.Config
-	work *workQueue
-	emit func(e *sim.Event) // socket events (server-side closes); may be nil
+	cfg   UpstreamConfig
+	conns *connSet
+	tlsC  *tls.Config
+	work  *workQueue
+	emit  func(e *sim.Event) // socket events (server-side closes); may be nil
 
-	mu     sync.Mutex
-	rng    *rand.Rand
-	conns  map[net.Conn]struct{}
-	nextID int
-	closed bool
-	wg     sync.WaitGroup
+	mu  sync.Mutex
+	rng *rand.Rand
 
 	// Stats.
 	Accepted int
@@ -107,91 +105,38 @@ type Upstream struct {
 // StartUpstream listens on addr ("" for 127.0.0.1 and a port the kernel
 // picks) and serves until Close.
 func StartUpstream(addr string, cfg UpstreamConfig, certs *Certs, emit func(*sim.Event)) (*Upstream, error) {
-	u := &Upstream{cfg: cfg, emit: emit, conns: map[net.Conn]struct{}{}, rng: rand.New(rand.NewPCG(cfg.Seed, 7))}
+	u := &Upstream{cfg: cfg, emit: emit, rng: rand.New(rand.NewPCG(cfg.Seed, 7))}
 	if cfg.TLS != "none" {
 		cert, err := certs.serverCert(cfg.Cert)
 		if err != nil {
 			return nil, err
 		}
-		v := tlsVersion(cfg.TLS)
+		v := TLSVersion(cfg.TLS)
 		u.tlsC = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v,
-			CurvePreferences: curves, SessionTicketsDisabled: !cfg.Tickets}
+			CurvePreferences: Curves, SessionTicketsDisabled: !cfg.Tickets}
 	}
 	u.work = newWorkQueue(cfg.Concurrency)
-	ln, err := listenLoopback("tcp", addr)
+	ln, err := netem.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	u.ln = ln
-	u.wg.Add(1)
-	go u.serve()
+	u.conns = serveConns(ln, cfg.Path, func(c net.Conn, n int) {
+		u.mu.Lock()
+		u.Accepted++
+		u.mu.Unlock()
+		u.serveConn(c, n)
+	})
 	return u, nil
 }
 
 // Addr is the address the upstream listens on.
-func (u *Upstream) Addr() string { return u.ln.Addr().String() }
+func (u *Upstream) Addr() string { return u.conns.ln.Addr().String() }
 
 // Port is the port the upstream listens on.
-func (u *Upstream) Port() int { return u.ln.Addr().(*net.TCPAddr).Port }
-
-func (u *Upstream) serve() {
-	defer u.wg.Done()
-	for {
-		raw, err := u.ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return
-		}
-		u.mu.Lock()
-		if u.closed {
-			u.mu.Unlock()
-			raw.Close()
-			return
-		}
-		u.nextID++
-		id := u.nextID
-		u.Accepted++
-		c := u.cfg.Path.wrap(raw)
-		u.conns[c] = struct{}{}
-		u.wg.Add(1)
-		u.mu.Unlock()
-		go func() {
-			defer u.wg.Done()
-			u.serveConn(c, id)
-			u.mu.Lock()
-			delete(u.conns, c)
-			u.mu.Unlock()
-		}()
-	}
-}
+func (u *Upstream) Port() int { return u.conns.ln.Addr().(*net.TCPAddr).Port }
 
 // Close stops the upstream and every connection, and waits for them.
-func (u *Upstream) Close() {
-	u.mu.Lock()
-	u.closed = true
-	conns := make([]net.Conn, 0, len(u.conns))
-	for c := range u.conns {
-		conns = append(conns, c)
-	}
-	u.mu.Unlock()
-	u.ln.Close()
-	for _, c := range conns {
-		if dc, ok := c.(*delayConn); ok {
-			dc.abort()
-		} else {
-			c.Close()
-		}
-	}
-	u.wg.Wait()
-	for _, c := range conns {
-		if dc, ok := c.(*delayConn); ok {
-			<-dc.done
-		}
-	}
-}
+func (u *Upstream) Close() { u.conns.close() }
 
 func (u *Upstream) closeEvent(c net.Conn, reason string) {
 	if u.emit == nil {
@@ -230,10 +175,10 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 		}
 		req, err := http.ReadRequest(br)
 		arrived := time.Now()
-		if dc, ok := raw.(*delayConn); ok && err == nil {
+		if dc, ok := raw.(*netem.Conn); ok && err == nil {
 			// The work starts when the request arrived: parsing it is part
 			// of the server's time, not added to it.
-			arrived = dc.arrived()
+			arrived = dc.Arrived()
 		}
 		if err != nil {
 			var ne net.Error
@@ -263,13 +208,13 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 		}
 		out = u.response(out[:0], id, n, keep, req.ProtoAtLeast(1, 1))
 		end := u.work.start(arrived, work)
-		dc, _ := raw.(*delayConn)
+		dc, _ := raw.(*netem.Conn)
 		if dc != nil {
 			// The response is written (and encrypted) during the work, as
 			// made when the work ends; it leaves then.
-			dc.cork(end)
+			dc.Cork(end)
 			_, err = conn.Write(out)
-			dc.uncork()
+			dc.Uncork()
 			u.work.finish(end)
 		} else {
 			u.work.finish(end)
@@ -389,7 +334,7 @@ func (q *workQueue) start(arrived time.Time, work time.Duration) (end time.Time)
 }
 
 func (q *workQueue) finish(end time.Time) {
-	SleepUntil(end)
+	netem.SleepUntil(end)
 	if q.limit == 0 {
 		return
 	}
