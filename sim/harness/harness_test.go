@@ -572,3 +572,54 @@ func machineBusy() (bool, string) {
 	n := runtime.NumCPU()
 	return load > 1.5*float64(n), fmt.Sprintf("load average %.1f on %d CPUs", load, n)
 }
+
+// TestCancelRemovesTempDirs cancels real runs that use redis-server and
+// nginx (when installed) once their first call is measured: the folders
+// those programs were given (configuration, logs) and the lab process's own
+// must be gone afterwards, and so must every child process, however the
+// lab process ended.
+func TestCancelRemovesTempDirs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	for _, c := range []struct{ prog, file, block, real string }{
+		{"redis-server", "connection-pool.md", "no-pool", "redis"},
+		{"nginx", "nginx-keepalive.md", "without", "nginx"},
+	} {
+		t.Run(c.prog, func(t *testing.T) {
+			if _, err := exec.LookPath(c.prog); err != nil {
+				t.Skipf("%s is not installed", c.prog)
+			}
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp) // this process's and the lab process's temporary folder
+			b, _ := readLab(t, c.file).Block(c.block)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opt := testOptions()
+			opt.Real = []string{c.real}
+			if p, err := NewPlan(ctx, b, opt); err != nil || p.Setup != map[string]string{"redis": SetupRedis, "nginx": SetupProxy}[c.real] {
+				t.Fatalf("%s/%s runs on %v (%v)", c.file, c.block, p, err)
+			}
+			opt.Sink = func(_, _ string, e *sim.Event) {
+				if e.Kind == sim.KindCall {
+					cancel() // the servers are up and serving
+				}
+			}
+			if _, err := RunBlock(ctx, b, opt); err != context.Canceled {
+				t.Fatalf("cancelled run: %v", err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				left, _ := filepath.Glob(filepath.Join(tmp, "connlab-*"))
+				kids := childPIDs(t)
+				if len(left) == 0 && len(kids) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after a cancelled run with %s: left in the temp dir %q, child processes %v", c.prog, left, kids)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
@@ -37,10 +39,21 @@ func NamespacesRefused() (why string, refused bool) {
 // test binary that dispatches Main) and waits for its report. Every event
 // goes to sink and every progress line to progress (either may be nil).
 // isolated says whether the lab process ran in private namespaces.
+//
+// The lab process gets a temporary folder (job.Dir) for the files of the
+// servers it starts; it is removed when the lab process has ended, however
+// it ended: killed when ctx is cancelled, failed, or done.
 func RunLab(ctx context.Context, exe string, job wire.LabJob, sink func(*sim.Event), progress func(string)) (rep *wire.Report, isolated bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
+	dir, err := os.MkdirTemp("", "connlab-lab-")
+	if err != nil {
+		return nil, false, fmt.Errorf("harness: a folder for the lab process: %w", err)
+	}
+	defer removeDir(dir)
+	os.Chmod(dir, 0o755) // nginx's workers, when they run as another user, look inside
+	job.Dir = dir
 	cmd, stdout, stderr, err := startLab(exe, &job)
 	if err != nil {
 		return nil, false, err
@@ -88,6 +101,19 @@ func RunLab(ctx context.Context, exe string, job wire.LabJob, sink func(*sim.Eve
 		return nil, false, fmt.Errorf("harness: real run of %s/%s failed: %s", job.Block, job.Variant, msg)
 	}
 	return rep, job.Isolated, nil
+}
+
+// removeDir removes a lab process's folder. Without a PID namespace the
+// lab's children may still be dying, and writing, when it ends: try again
+// for a moment.
+func removeDir(dir string) {
+	for i := 0; ; i++ {
+		err := os.RemoveAll(dir)
+		if err == nil || i == 40 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // startLab starts a lab process, in private namespaces if job.Isolated and

@@ -119,8 +119,9 @@ type LabJob struct {
 	Isolated      bool          `json:"isolated"`
 	KernelTWReuse int           `json:"kernel_tw_reuse"`
 	Real          []string      `json:"real,omitempty"`
-	// Dir is where the servers' files (nginx's prefix, redis-server's
-	// folder) go ("": the system's temporary folder).
+	// Dir is a folder the parent made for this lab process and removes
+	// after it, however it ends: the servers' files (nginx's prefix,
+	// redis-server's folder) go there.
 	Dir string `json:"dir,omitempty"`
 }
 
