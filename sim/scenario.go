@@ -84,6 +84,9 @@ type Scenario struct {
 	// Observation.
 	Linger         time.Duration `key:"linger" min:"0" max:"1h" help:"keep simulating timers (idle closes, TIME_WAIT expiry) this long after the last answer"`
 	SeriesInterval time.Duration `key:"series_interval" min:"1ms" max:"1h" help:"sampling interval of the time series"`
+
+	// Real runs.
+	Setup string `key:"setup" enum:"auto,http,redis,proxy" fixed:"true" help:"what a real run (sim validate, Run real) runs the block on; the model ignores it. http: worker processes with curl-like clients → an HTTPS/HTTP upstream; redis: worker processes with go-redis → Redis; proxy: a load generator → a reverse proxy (Go, or nginx) → the upstream; auto: proxy when a variant uses reuse = \"upstream-keepalive\", else http"`
 }
 
 // PortRange is an inclusive range of local ports.
@@ -150,6 +153,7 @@ func Default() Scenario {
 		PortRange:          PortRange{32768, 60999},
 		TWReuse:            2,
 		SeriesInterval:     time.Second,
+		Setup:              "auto",
 	}
 }
 
@@ -185,6 +189,9 @@ type Param struct {
 	Unit    string   `json:"unit,omitempty"`
 	Default string   `json:"default"`
 	Help    string   `json:"help"`
+	// Fixed: a block's value is shown as it is, not as a control a reader
+	// can change (the page's widget lists it beside the controls).
+	Fixed bool `json:"fixed,omitempty"`
 
 	index int
 	min   float64 // in the field's unit (nanoseconds for durations)
@@ -205,7 +212,7 @@ func init() {
 	def := reflect.ValueOf(Default())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		p := Param{Key: f.Tag.Get("key"), Help: f.Tag.Get("help"), Unit: f.Tag.Get("unit"), index: i}
+		p := Param{Key: f.Tag.Get("key"), Help: f.Tag.Get("help"), Unit: f.Tag.Get("unit"), Fixed: f.Tag.Get("fixed") == "true", index: i}
 		switch {
 		case f.Type == durationType:
 			p.Kind = "duration"

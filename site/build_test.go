@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/cli"
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
@@ -431,6 +432,7 @@ func TestWidgetsMatchBlocks(t *testing.T) {
 						Kind  string
 						Value any
 					}
+					Fixed    map[string]any
 					Variants []struct{ Name, Label string }
 					Results  struct {
 						Variants []struct {
@@ -448,7 +450,8 @@ func TestWidgetsMatchBlocks(t *testing.T) {
 				if data.Lab != p.name || data.Block != b.ID || data.File != wantFile {
 					t.Errorf("block %s: lab %q block %q file %q, want %q %q %q", b.ID, data.Lab, data.Block, data.File, p.name, b.ID, wantFile)
 				}
-				// Controls: the block's own keys that no variant sets.
+				// Controls: the block's own keys that no variant sets, but
+				// for those shown as fixed text (share sets, setup).
 				varKeys := map[string]bool{}
 				for _, v := range b.Variants {
 					for _, st := range v.Settings {
@@ -457,7 +460,15 @@ func TestWidgetsMatchBlocks(t *testing.T) {
 				}
 				var want []string
 				for _, st := range b.Base {
-					if !varKeys[st.Key] && st.Key != "share_sets" {
+					param, _ := sim.LookupParam(st.Key)
+					switch {
+					case varKeys[st.Key]:
+					case st.Key == "share_sets":
+					case param.Fixed:
+						if _, ok := data.Fixed[st.Key]; !ok {
+							t.Errorf("block %s: %s is neither a control nor fixed text", b.ID, st.Key)
+						}
+					default:
 						want = append(want, st.Key)
 					}
 				}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/connlab/connlab/sim/harness/roles"
 )
 
 // These tests run `sim` as a process of its own, because what they check
@@ -29,7 +31,13 @@ var (
 	binDir  string
 )
 
+// TestMain lets this test binary play the harness's lab and worker
+// processes (the real runs of validate's and serve's tests re-execute it)
+// and the stuck helper of TestSecondSignal.
 func TestMain(m *testing.M) {
+	if code, ok := roles.Main(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	if os.Getenv("CONNLAB_TEST_STUCK") == "1" {
 		stuckHelper()
 		return

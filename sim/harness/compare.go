@@ -21,7 +21,7 @@ type Tolerance struct {
 	Abs time.Duration
 }
 
-// DefaultTolerance is the acceptance rule: max(5 %, 0.5 ms).
+// DefaultTolerance is max(5 %, 0.5 ms) of the model's median.
 var DefaultTolerance = Tolerance{Pct: 5, Abs: 500 * time.Microsecond}
 
 func (t Tolerance) String() string {

@@ -1,69 +1,73 @@
 // Package harness runs connlab's lab blocks against real servers on
 // loopback, with the same parameters the model uses, so that model and
 // measurement can be set side by side (sim validate) and the page's "Run
-// real" button shows real packets.
+// real" button shows real packets. It scales a block to run in seconds
+// (NewPlan, ScalingRules), runs each variant in a lab process (RunPlan),
+// and compares the measured phases and counts with the model's (Validate,
+// ComparePhases, Tare).
 //
-// Real parts, all on 127.0.0.1 with ports the kernel chooses:
+// The rooms below it, one job each:
 //
-//   - an HTTPS upstream (crypto/tls, a CA and certificates made at start,
-//     TLS 1.2 or 1.3, session tickets on or off, nginx's keep-alive timeout
-//     and requests per connection), or plain HTTP;
-//   - a DNS server (github.com/miekg/dns) answering the lab's names after
-//     the scenario's delay; clients resolve through it only;
-//   - Redis: miniredis, or redis-server when asked for and installed;
-//   - a reverse proxy: a Go one, or nginx when asked for and installed;
-//   - PHP-like worker processes (this binary, re-executed) whose client state
-//     lives for a call, a request (curl_share_init) or the process
-//     (curl_share_init_persistent), instrumented with net/http/httptrace;
-//   - a load generator, closed or open loop.
+//   - netem: the emulated network path (round trips in user space from the
+//     kernel's receive timestamps, slow start, precise waits, the
+//     loopback-only dialer);
+//   - kernel: namespaces, sysctls, CPU priority and socket counts;
+//   - servers: the HTTPS upstream, DNS, Redis, nginx and the certificates;
+//   - client: the curl-like and go-redis clients of a worker, instrumented;
+//   - wire: the lines the processes exchange;
+//   - roles: the lab, worker and load processes, started as the binary's
+//     hidden subcommand (roles.Main) and the setups they run.
 //
-// Round trips are injected in user space (the kernel here has no netem):
+// Real parts, all on 127.0.0.1 with ports the kernel chooses: an HTTPS
+// upstream (crypto/tls, TLS 1.2 or 1.3, session tickets on or off, nginx's
+// keep-alive timeout and requests per connection) or plain HTTP; a DNS
+// server answering the lab's names; Redis (miniredis, or redis-server when
+// asked for and installed); a reverse proxy (a Go one, or nginx when asked
+// for and installed); PHP-like worker processes whose client state lives
+// for a call, a request (curl_share_init) or the process
+// (curl_share_init_persistent); and a load generator, closed or open loop.
+// A block's setup key says which of them run (see ScalingRules).
+//
+// Round trips are injected in user space (the kernel need not have netem):
 // the client's dialer waits one RTT for the TCP handshake, and every byte
-// waits RTT/2 in each direction at one end of the connection, in order; the
-// emulated path also keeps a congestion window so slow start costs its round
-// trips. TLS and HTTP round trips come out of the real protocols.
+// waits RTT/2 in each direction at one end of the connection, in order;
+// the emulated path also keeps a congestion window so slow start costs its
+// round trips. TLS and HTTP round trips come out of the real protocols.
 //
 // Each variant runs in its own lab process, in a private network and PID
 // namespace where the kernel allows it: the port range and tcp_tw_reuse are
 // set there, TIME_WAIT is counted from its /proc/net/tcp, and when the lab
-// process ends the kernel removes every process and socket it made. Lab and
-// worker processes are this binary re-executed; the role is dispatched in
-// this package's init (see envRole), so the sim command and any test binary
-// that links the package work alike. Long timers are compressed and long
-// runs shortened by the rules in ScalingRules; the model is run on the same
-// scaled scenario for comparison (Run.Model, Validate).
+// process ends the kernel removes every process and socket it made. Long
+// timers are compressed and long runs shortened by the rules in
+// ScalingRules; the model is run on the same scaled scenario for
+// comparison (Run.Model, Validate).
 //
 // Accuracy. Delays start from the kernel's receive timestamps
 // (SO_TIMESTAMPNS), waits end on a timerfd and a short spin, a server's
 // work counts from its request's arrival, and the lab processes ask for
 // nice -20 where allowed (worker processes start at 19 and take -20 when
 // ready). What the harness still adds to a call (threads that slept
-// through the round trip wake up late: 0.2–0.4 ms a reused call on an idle
-// 2-core VM) is measured before a validation (Tare) and shown, and up to
-// MaxTare of it goes into the tolerance. Two costs of
-// the real stacks that the model prices differently are measured and given
-// to the model rather than hidden: Go's TLS handshake CPU (handshake_cpu,
-// measured in each lab process) and go-redis's HELLO on every new
-// connection (setup_rtts = 1). The clients' own CPU is not priced by the
-// model; below a few milliseconds of RTT it shows as an error of a few
-// tenths of a millisecond.
+// through the round trip wake up late) is measured before a validation
+// (Tare) and shown, and up to MaxTare of it goes into the tolerance. Two
+// costs of the real stacks that the model prices differently are measured
+// and given to the model rather than hidden: Go's TLS handshake CPU
+// (handshake_cpu, measured in each lab process) and go-redis's HELLO on
+// every new connection (setup_rtts = 1). The clients' own CPU is not
+// priced by the model; at RTTs below a few milliseconds it shows as an
+// error of the same order as the harness's own overhead.
 package harness
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/roles"
+	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -136,14 +140,6 @@ func RunBlock(ctx context.Context, b *lab.Block, opt Options) (*lab.BlockResult,
 	return r.Result, nil
 }
 
-// isolation remembers whether this kernel lets us make namespaces.
-var isolation struct {
-	mu      sync.Mutex
-	checked bool
-	ok      bool
-	why     string
-}
-
 // RunPlan runs a plan's variants for real, one after another.
 func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 	opt.defaults()
@@ -154,7 +150,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			return nil, fmt.Errorf("harness: cannot find this program to start worker processes: %w", err)
 		}
 	}
-	certs, err := sharedCerts()
+	certs, err := servers.SharedCerts()
 	if err != nil {
 		return nil, err
 	}
@@ -177,13 +173,9 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		if opt.Progress != nil {
 			opt.Progress(fmt.Sprintf("%s/%s (%d of %d): %d requests", p.Block.ID, vp.Name, i+1, len(p.Variants), vp.Scenario.Requests))
 		}
-		isolated := opt.Isolation != "off" && namespacesSupported
-		if isolated {
-			isolation.mu.Lock()
-			if isolation.checked && !isolation.ok {
-				isolated = false
-			}
-			isolation.mu.Unlock()
+		isolated := opt.Isolation != "off" && kernel.NamespacesSupported
+		if _, refused := roles.NamespacesRefused(); refused {
+			isolated = false
 		}
 		if !isolated && vp.Ports {
 			why := "private network namespaces are not available"
@@ -196,166 +188,33 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		}
 		s := vp.Scenario
 		vr.Scenario = &s
-		job := labJob{Block: p.Block.ID, Variant: vp.Name, Setup: vp.Setup, Scenario: vp.Scenario, Seed: opt.Seed,
+		job := wire.LabJob{Block: p.Block.ID, Variant: vp.Name, Setup: vp.Setup, Scenario: vp.Scenario, Seed: opt.Seed,
 			Certs: *certs, Isolated: isolated, KernelTWReuse: vp.KernelTWReuse, Real: opt.Real}
-		sum, rep, used, err := runLab(ctx, exe, job, opt)
+		var col sim.Collector
+		sink := func(e *sim.Event) {
+			col.Add(e)
+			if opt.Sink != nil {
+				opt.Sink(job.Block, job.Variant, e)
+			}
+		}
+		rep, used, err := roles.RunLab(ctx, exe, job, sink, opt.Progress)
 		if err != nil {
 			return nil, err
 		}
-		vr.Summary = sum
+		col.SetSockets(rep.TimeWaitPeak, rep.ServerTimeWaitPeak, rep.OpenPeak)
+		sum := col.Summary()
+		vr.Summary = &sum
 		if rep.HandshakeCPU > 0 {
 			s.HandshakeCPU = rep.HandshakeCPU // what the model must be given to compare
 		}
 		info.Components, info.Notes, info.Isolated, info.WallS = rep.Components, append(info.Notes, rep.Notes...), used, rep.WallS
 		info.Resolution = time.Duration(rep.ResolutionMS * float64(time.Millisecond))
 		info.KernelSpread = rep.KernelSpread
-		if !used && isolated {
-			info.Notes = append(info.Notes, "private namespaces refused ("+isolation.why+"): ran in the host's network namespace")
+		if why, _ := roles.NamespacesRefused(); !used && isolated {
+			info.Notes = append(info.Notes, "private namespaces refused ("+why+"): ran in the host's network namespace")
 		}
 	}
 	return run, nil
-}
-
-// runLab runs one variant in a lab process and collects its events.
-func runLab(ctx context.Context, exe string, job labJob, opt Options) (*sim.Summary, *variantReport, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, false, err
-	}
-	cmd, stdout, stderr, err := startLab(exe, &job)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	stop := context.AfterFunc(ctx, func() { killGroup(cmd) })
-	defer stop()
-	var col sim.Collector
-	var rep *variantReport
-	var childErr string
-	lr := newLineReader(stdout)
-	for {
-		m, err := lr.next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				childErr = err.Error()
-			}
-			break
-		}
-		switch {
-		case m.Ev != nil:
-			e := m.Ev.event()
-			col.Add(&e)
-			if opt.Sink != nil {
-				opt.Sink(job.Block, job.Variant, &e)
-			}
-		case m.Progress != "":
-			if opt.Progress != nil {
-				opt.Progress(m.Progress)
-			}
-		case m.Result != nil:
-			rep = m.Result
-		case m.Error != "":
-			childErr = m.Error
-		}
-	}
-	werr := cmd.Wait()
-	killGroup(cmd) // anything left in the group (no PID namespace)
-	if ctx.Err() != nil {
-		return nil, nil, false, ctx.Err()
-	}
-	if rep == nil {
-		msg := childErr
-		if msg == "" {
-			msg = fmt.Sprint(werr)
-		}
-		if tail := strings.TrimSpace(stderr.String()); tail != "" {
-			msg += "\n" + tail
-		}
-		return nil, nil, false, fmt.Errorf("harness: real run of %s/%s failed: %s", job.Block, job.Variant, msg)
-	}
-	col.SetSockets(rep.TimeWaitPeak, rep.ServerTimeWaitPeak, rep.OpenPeak)
-	sum := col.Summary()
-	return &sum, rep, job.Isolated, nil
-}
-
-// startLab starts a lab process, in private namespaces if job.Isolated and
-// the kernel agrees; if it refuses, job.Isolated is cleared and the process
-// starts without them.
-func startLab(exe string, job *labJob) (*exec.Cmd, io.Reader, *tailBuffer, error) {
-	for {
-		raw, err := json.Marshal(job)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), envRole+"=lab")
-		cmd.SysProcAttr = labAttr(job.Isolated)
-		stderr := &tailBuffer{max: 16 << 10}
-		cmd.Stderr = stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		err = cmd.Start()
-		if err != nil && job.Isolated && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES)) {
-			isolation.mu.Lock()
-			isolation.checked, isolation.ok, isolation.why = true, false, err.Error()
-			isolation.mu.Unlock()
-			job.Isolated = false
-			if job.Setup != "" && (job.KernelTWReuse != sim.Default().TWReuse || job.Scenario.PortRange != sim.Default().PortRange) {
-				return nil, nil, nil, fmt.Errorf("harness: %s/%s needs a private network namespace, which this system refuses (%v)", job.Block, job.Variant, err)
-			}
-			continue
-		}
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("harness: cannot start a lab process (%s): %w", exe, err)
-		}
-		if job.Isolated {
-			isolation.mu.Lock()
-			isolation.checked, isolation.ok = true, true
-			isolation.mu.Unlock()
-		}
-		go func() {
-			newLineWriter(stdin).send(&msg{Config: raw})
-			stdin.Close()
-		}()
-		return cmd, stdout, stderr, nil
-	}
-}
-
-// killGroup kills a lab process and its process group. With a PID
-// namespace, killing the lab process alone takes every descendant with it.
-func killGroup(cmd *exec.Cmd) {
-	if cmd.Process == nil {
-		return
-	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	cmd.Process.Kill()
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
 }
 
 // Model runs the model on the scenarios this run used (the plan's, with

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/roles"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -28,6 +28,9 @@ import (
 var simBin string
 
 func TestMain(m *testing.M) {
+	if code, ok := roles.Main(os.Args[1:]); ok {
+		os.Exit(code) // a lab or worker process of a run that re-executes this binary
+	}
 	if p := os.Getenv("CONNLAB_SIM_BIN"); p != "" {
 		simBin = p
 	} else if dir, err := os.MkdirTemp("", "connlab-harness-test-"); err == nil {
@@ -69,162 +72,6 @@ func writeLab(t testing.TB, body string) *lab.Block {
 		t.Fatal(err)
 	}
 	return l.Blocks[0]
-}
-
-func TestCheckLoopback(t *testing.T) {
-	for _, a := range []string{"127.0.0.1:80", "127.1.2.3:0", "[::1]:443", "127.0.0.1", "::ffff:127.0.0.1"} {
-		if err := CheckLoopback(a); err != nil {
-			t.Errorf("%s refused: %v", a, err)
-		}
-	}
-	for _, a := range []string{"10.0.0.1:80", "0.0.0.0:0", "[::]:80", "192.0.2.1:443", "localhost:80", "example.com:443", ":80", "[fe80::1%lo]:80", ""} {
-		if err := CheckLoopback(a); err == nil || !strings.Contains(err.Error(), "only loopback") {
-			t.Errorf("%q: want a refusal, got %v", a, err)
-		}
-	}
-}
-
-// TestOnlyLoopback asks every part of the harness for another address.
-func TestOnlyLoopback(t *testing.T) {
-	ctx := context.Background()
-	if _, err := (Dialer{}).DialContext(ctx, "tcp", "192.0.2.1:443"); err == nil || !strings.Contains(err.Error(), "only loopback") {
-		t.Errorf("dialer: %v", err)
-	}
-	if _, err := StartUpstream("0.0.0.0:0", UpstreamConfig{TLS: "none"}, nil, nil); err == nil {
-		t.Error("upstream listened on 0.0.0.0")
-	}
-	if _, err := StartServers("127.0.0.1:0", "0.0.0.0:0", sim.Default()); err == nil {
-		t.Error("DNS server listened on 0.0.0.0")
-	}
-	s := sim.Default()
-	if _, err := newWorker(workerConfig{Setup: SetupHTTP, Scenario: s, Worker: 1, Upstream: "198.51.100.7:443"}, func(*sim.Event) {}); err == nil {
-		t.Error("worker accepted a non-loopback upstream")
-	}
-	if _, err := newWorker(workerConfig{Setup: SetupRedis, Scenario: s, Worker: 1, Redis: "10.0.0.1:6379"}, func(*sim.Event) {}); err == nil {
-		t.Error("worker accepted a non-loopback Redis")
-	}
-	if _, err := (resolver{server: "8.8.8.8:53"}).lookup(ctx, &dnsCache{}, APIHost); err == nil || !strings.Contains(err.Error(), "only loopback") {
-		t.Errorf("resolver asked 8.8.8.8: %v", err)
-	}
-	// The DNS server answers its own zone only, and only with loopback.
-	d, err := startDNS("", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	r := resolver{server: d.addr}
-	if a, err := r.lookup(ctx, &dnsCache{}, APIHost); err != nil || a != "127.0.0.1" {
-		t.Errorf("%s → %q, %v", APIHost, a, err)
-	}
-	if _, err := r.lookup(ctx, &dnsCache{}, "example.com"); err == nil || !strings.Contains(err.Error(), "REFUSED") {
-		t.Errorf("example.com: %v", err)
-	}
-}
-
-// TestPathRTT checks the emulated path: a ping-pong takes one RTT, bytes
-// arrive in order, and a close arrives half a round trip after it is made.
-func TestPathRTT(t *testing.T) {
-	const rtt = 10 * time.Millisecond
-	ln, err := listenLoopback("tcp", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	srvDone := make(chan struct{})
-	go func() {
-		defer close(srvDone)
-		raw, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		c := path{In: rtt / 2, Out: rtt / 2}.wrap(raw)
-		b := make([]byte, 64)
-		for {
-			n, err := c.Read(b)
-			if err != nil {
-				break
-			}
-			if string(b[:n]) == "close" {
-				break
-			}
-			c.Write(b[:n])
-		}
-		c.Close()
-		<-c.(*delayConn).done
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var errs []time.Duration
-	b := make([]byte, 64)
-	for i := range 40 {
-		msg := fmt.Sprintf("ping %02d", i)
-		st := time.Now()
-		c.Write([]byte(msg))
-		n, err := io.ReadFull(c, b[:len(msg)])
-		if err != nil || string(b[:n]) != msg {
-			t.Fatalf("echo %q: %q %v", msg, b[:n], err)
-		}
-		errs = append(errs, time.Since(st)-rtt)
-	}
-	slices.Sort(errs)
-	med := errs[len(errs)/2]
-	t.Logf("round trip error: median %v, p90 %v", med, errs[len(errs)*9/10])
-	if med < -50*time.Microsecond || med > 300*time.Microsecond {
-		t.Errorf("median round trip %v off %v (want within 0.3 ms)", med, rtt)
-	}
-	st := time.Now()
-	c.Write([]byte("close"))
-	if n, err := c.Read(b); n != 0 || err != io.EOF {
-		t.Fatalf("after close: %d %v", n, err)
-	}
-	if d := time.Since(st); d < rtt-time.Millisecond {
-		t.Errorf("FIN came back after %v, before one RTT", d)
-	}
-	<-srvDone
-}
-
-// TestSlowStart: a response larger than the initial window takes one more
-// round trip per window, as the model's transferRounds says; after idling
-// longer than RTT + 200 ms the window restarts.
-func TestSlowStart(t *testing.T) {
-	certs, err := sharedCerts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const rtt = 20 * time.Millisecond
-	for _, c := range []struct {
-		bytes  int
-		rounds int
-	}{{14000, 1}, {20000, 2}, {60000, 3}} {
-		s := sim.Default()
-		s.TLS, s.RTT, s.ServerTime, s.ResponseBytes, s.Closer = "none", rtt, 0, c.bytes, "server"
-		up, err := StartUpstream("", upstreamConfig(&s, rtt, foreignClients), certs, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The quickest of three: the first connections of a process are slow.
-		d, n := time.Hour, int64(0)
-		for range 3 {
-			conn, err := net.Dial("tcp", up.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := time.Now()
-			io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-			n, _ = io.Copy(io.Discard, conn)
-			d = min(d, time.Since(st))
-			conn.Close()
-		}
-		up.Close()
-		want := time.Duration(c.rounds) * rtt
-		t.Logf("%d B: %d bytes in %v (want %v)", c.bytes, n, d, want)
-		if d < want-time.Millisecond || d > want+3*time.Millisecond {
-			t.Errorf("%d B took %v, want %d round trips (%v)", c.bytes, d, c.rounds, want)
-		}
-	}
 }
 
 func TestPlan(t *testing.T) {
@@ -288,6 +135,24 @@ func TestPlan(t *testing.T) {
 	p, _ = NewPlan(ctx, wb, opt)
 	if p.Setup != SetupProxy || !p.Variants[0].Timing {
 		t.Errorf("nginx with: setup %s, timing %v", p.Setup, p.Variants[0].Timing)
+	}
+	// The nginx lab's first block sets its setup: nothing in it says proxy.
+	wo, _ := ngx.Block("without")
+	p, _ = NewPlan(ctx, wo, opt)
+	if p.Setup != SetupProxy || p.Variants[0].Setup != SetupProxy {
+		t.Errorf("nginx without: setup %s", p.Setup)
+	}
+	// The setup key is a variant's: auto derives it from the block.
+	mixed := writeLab(t, "requests = 2\ntls = \"none\"\n[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nsetup = \"redis\"\n[[variant]]\nname = \"c\"\nreuse = \"upstream-keepalive\"\n")
+	p, err = NewPlan(ctx, mixed, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{p.Variants[0].Setup, p.Variants[1].Setup, p.Variants[2].Setup}; !slices.Equal(got, []string{SetupProxy, SetupRedis, SetupProxy}) || p.Setup != "proxy, redis" {
+		t.Errorf("mixed: setups %v, plan %q", got, p.Setup)
+	}
+	if _, err := NewPlan(ctx, mixed, Options{Set: []lab.Setting{{Key: "setup", Value: "php"}}}); err == nil || !strings.Contains(err.Error(), "setup") {
+		t.Errorf("an unknown setup: %v", err)
 	}
 	race, _ := readLab(t, "idle-timeouts.md").Block("race")
 	p, _ = NewPlan(ctx, race, opt)
@@ -465,7 +330,7 @@ func TestTare(t *testing.T) {
 
 // TestValidateLabs runs every block of every lab at the lab's own
 // parameters, model against real. Counts must be equal. Phases must be
-// within tolerance where the block's RTT is in the range (5 ms to
+// within tolerance where the block's RTT is in the validated range (5 ms to
 // 100 ms); below it (the Redis and nginx labs' 0.1 ms on loopback, the
 // port-exhaustion lab's 1 ms) the clients' own CPU, which the model does not
 // price, is as large as the round trip, and the phases are reported only.
@@ -482,7 +347,8 @@ func TestValidateLabs(t *testing.T) {
 	})
 }
 
-// inRange reports whether every variant's RTT is within the range.
+// inRange reports whether every variant's RTT is within the validated
+// range (5 ms to 100 ms).
 func inRange(t *testing.T, b *lab.Block, opt Options) bool {
 	p, err := NewPlan(context.Background(), b, opt)
 	if err != nil {
@@ -496,7 +362,7 @@ func inRange(t *testing.T, b *lab.Block, opt Options) bool {
 	return true
 }
 
-// TestValidateRTTs runs every block at both ends of the RTT range,
+// TestValidateRTTs runs every block at both ends of the validated RTT range,
 // where phases must be within tolerance too.
 func TestValidateRTTs(t *testing.T) {
 	if testing.Short() {
@@ -705,4 +571,55 @@ func machineBusy() (bool, string) {
 	fmt.Sscan(string(b), &load)
 	n := runtime.NumCPU()
 	return load > 1.5*float64(n), fmt.Sprintf("load average %.1f on %d CPUs", load, n)
+}
+
+// TestCancelRemovesTempDirs cancels real runs that use redis-server and
+// nginx (when installed) once their first call is measured: the folders
+// those programs were given (configuration, logs) and the lab process's own
+// must be gone afterwards, and so must every child process, however the
+// lab process ended.
+func TestCancelRemovesTempDirs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	for _, c := range []struct{ prog, file, block, real string }{
+		{"redis-server", "connection-pool.md", "no-pool", "redis"},
+		{"nginx", "nginx-keepalive.md", "without", "nginx"},
+	} {
+		t.Run(c.prog, func(t *testing.T) {
+			if _, err := exec.LookPath(c.prog); err != nil {
+				t.Skipf("%s is not installed", c.prog)
+			}
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp) // this process's and the lab process's temporary folder
+			b, _ := readLab(t, c.file).Block(c.block)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opt := testOptions()
+			opt.Real = []string{c.real}
+			if p, err := NewPlan(ctx, b, opt); err != nil || p.Setup != map[string]string{"redis": SetupRedis, "nginx": SetupProxy}[c.real] {
+				t.Fatalf("%s/%s runs on %v (%v)", c.file, c.block, p, err)
+			}
+			opt.Sink = func(_, _ string, e *sim.Event) {
+				if e.Kind == sim.KindCall {
+					cancel() // the servers are up and serving
+				}
+			}
+			if _, err := RunBlock(ctx, b, opt); err != context.Canceled {
+				t.Fatalf("cancelled run: %v", err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				left, _ := filepath.Glob(filepath.Join(tmp, "connlab-*"))
+				kids := childPIDs(t)
+				if len(left) == 0 && len(kids) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after a cancelled run with %s: left in the temp dir %q, child processes %v", c.prog, left, kids)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
 }

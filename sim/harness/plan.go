@@ -4,43 +4,36 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/roles"
+	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// Setups: what a block runs on for real.
+// Setups: what a variant runs on for real, the scenario's setup key
+// (roles.SetupHelp describes each).
 const (
+	// SetupAuto derives the setup from the block: SetupProxy when a
+	// variant uses reuse = "upstream-keepalive", else SetupHTTP.
+	SetupAuto = "auto"
 	// SetupHTTP: PHP-like worker processes (real OS processes) call the
 	// HTTPS or HTTP upstream through the harness's DNS server, with
 	// curl-like client state whose lifetime is the call, the request or
 	// the process.
-	SetupHTTP = "http"
+	SetupHTTP = wire.SetupHTTP
 	// SetupRedis: worker processes call Redis (miniredis, or redis-server
 	// with --real redis) with go-redis, one client per request or one pool
 	// per process.
-	SetupRedis = "redis"
+	SetupRedis = wire.SetupRedis
 	// SetupProxy: a closed-loop load generator calls a reverse proxy (a Go
 	// proxy, or nginx with --real nginx) whose workers call the upstream,
 	// with or without upstream keep-alive.
-	SetupProxy = "proxy"
+	SetupProxy = wire.SetupProxy
 )
-
-// LabSetups says which setup each lab's blocks run on, by the lab's file
-// name (a .ko.md translation runs as its .md). A lab not listed runs on
-// SetupProxy when a variant uses reuse = "upstream-keepalive", else on
-// SetupHTTP.
-var LabSetups = map[string]string{
-	"php-persistent-share": SetupHTTP,
-	"connection-pool":      SetupRedis,
-	"nginx-keepalive":      SetupProxy,
-	"port-exhaustion":      SetupHTTP,
-	"idle-timeouts":        SetupHTTP,
-}
 
 // Defaults of the scaling rules (see ScalingRules).
 const (
@@ -59,9 +52,12 @@ const (
 )
 
 // ScalingRules describes, for sim validate --help and the docs, how a lab's
-// scenario becomes one that runs for real in seconds. The same scaled
-// scenario runs in the model, so model and measurement stay comparable.
-const ScalingRules = `How a block is scaled to run for real (the model runs the same scaled scenario):
+// scenario becomes one that runs for real in seconds, and what it runs on.
+// The same scaled scenario runs in the model, so model and measurement stay
+// comparable.
+var ScalingRules = scalingRules + setupRules + roles.SetupHelp() + notRunForReal
+
+const scalingRules = `How a block is scaled to run for real (the model runs the same scaled scenario):
   1. Long timers are compressed by --compress (default ×100): keepalive_timeout,
      pause, dns_cache_timeout, max_idle_age, max_lifetime and linger always (a 75 s
      keep-alive becomes 750 ms); think_time when it is 1 s or more; an open loop
@@ -91,12 +87,13 @@ const ScalingRules = `How a block is scaled to run for real (the model runs the 
      TIME_WAIT ports connect() takes over is the kernel's random choice: where
      it took over a different number than the model, the client's TIME_WAIT
      peak is compared with the ports taken over (time_wait_reused) added back.
-Setups by lab: php-persistent-share, port-exhaustion, idle-timeouts: worker
-processes (real OS processes) with curl-like clients calling an HTTPS/HTTP
-upstream; connection-pool: worker processes with go-redis against miniredis
-(redis-server with --real redis); nginx-keepalive: a load generator, a Go
-reverse proxy (nginx with --real nginx) and the upstream.
-Not run for real: 0-RTT (early_data; Go's crypto/tls has none); a variant that
+`
+
+const setupRules = `What a variant runs on is its setup key (auto, the default: proxy when a
+variant of the block uses reuse = "upstream-keepalive", else http):
+`
+
+const notRunForReal = `Not run for real: 0-RTT (early_data; Go's crypto/tls has none); a variant that
 changes the port range or tcp_tw_reuse where private namespaces are refused.`
 
 // compressedKeys are the long timers rule 1 compresses.
@@ -110,7 +107,8 @@ type VariantPlan struct {
 	// Scenario is the scaled one that runs, for real and in the model.
 	Original sim.Scenario
 	Scenario sim.Scenario
-	Setup    string
+	// Setup is what the variant runs on, its setup key with auto resolved.
+	Setup string
 	// Scaling lists what rules changed, in words.
 	Scaling []string
 	// Skip, when set, says why the variant is not run for real.
@@ -131,7 +129,9 @@ type VariantPlan struct {
 
 // Plan is how a block runs for real.
 type Plan struct {
-	Block    *lab.Block
+	Block *lab.Block
+	// Setup names the variants' setups, in order, each once ("http",
+	// "http, proxy").
 	Setup    string
 	Compress float64
 	Variants []*VariantPlan
@@ -152,14 +152,15 @@ func (o *Options) defaults() {
 	}
 }
 
-// setupOf picks the setup of a block (see LabSetups).
-func setupOf(b *lab.Block, scns []*sim.Scenario) string {
-	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(b.File), ".md"), ".ko")
-	if s, ok := LabSetups[name]; ok {
-		return s
+// setupOf resolves the setup key of a variant's scenario s, whose block's
+// variants are scns: auto becomes SetupProxy when a variant uses
+// reuse = "upstream-keepalive", else SetupHTTP.
+func setupOf(s *sim.Scenario, scns []*sim.Scenario) string {
+	if s.Setup != SetupAuto && s.Setup != "" {
+		return s.Setup
 	}
-	for _, s := range scns {
-		if s != nil && s.Reuse == "upstream-keepalive" {
+	for _, o := range scns {
+		if o != nil && o.Reuse == "upstream-keepalive" {
 			return SetupProxy
 		}
 	}
@@ -184,22 +185,31 @@ func NewPlan(ctx context.Context, b *lab.Block, opt Options) (*Plan, error) {
 			return nil, fmt.Errorf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(names, ", "))
 		}
 	}
-	p := &Plan{Block: b, Setup: setupOf(b, scns), Compress: opt.Compress}
+	p := &Plan{Block: b, Compress: opt.Compress}
+	var setups []string
 	for i, v := range b.Variants {
 		if len(opt.Variants) > 0 && !slices.Contains(opt.Variants, v.Name) {
 			continue
 		}
-		vp := &VariantPlan{Name: v.Name, Label: v.Label, Setup: p.Setup}
+		vp := &VariantPlan{Name: v.Name, Label: v.Label}
 		p.Variants = append(p.Variants, vp)
 		if errs[i] != nil {
 			vp.Rejected = errs[i].Error()
 			continue
+		}
+		vp.Setup = setupOf(scns[i], scns)
+		if !slices.Contains(setups, vp.Setup) {
+			setups = append(setups, vp.Setup)
 		}
 		vp.Original = *scns[i]
 		if err := vp.scale(ctx, opt); err != nil {
 			return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, err)
 		}
 	}
+	if len(setups) == 0 { // every variant rejected
+		setups = append(setups, setupOf(&sim.Scenario{}, scns))
+	}
+	p.Setup = strings.Join(setups, ", ")
 	return p, nil
 }
 
@@ -237,9 +247,8 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 	if len(changed) > 0 {
 		vp.note("long timers ÷%g: %s", f, strings.Join(changed, ", "))
 	}
-	if vp.Setup == SetupRedis && s.SetupRTTs != 1 {
-		s.SetupRTTs = 1
-		vp.note("go-redis v9 sends HELLO on every new connection before its first command, one round trip: setup_rtts = 1, in the model too")
+	for _, n := range roles.Adjust(vp.Setup, &s) {
+		vp.note("%s", n)
 	}
 	// Rule 2: the port range, from the lab's own run.
 	orig, err := sim.Run(ctx, vp.Original, sim.Options{Seed: opt.Seed})

@@ -42,10 +42,8 @@ var tares sync.Map // tareKey → time.Duration
 
 // Tare measures what the harness itself adds to a reused call at rtt on
 // this machine: the median total of the calibration block's reused calls
-// less the model's (the RTT). On an idle 2-core VM it is 0.2–0.4 ms, from
-// threads that sleep through the round trip and wake up late; on a quiet
-// physical machine, tens of microseconds. Measured once per RTT and
-// process.
+// less the model's (the RTT), mostly threads that sleep through the round
+// trip and wake up late. Measured once per RTT and process.
 func Tare(ctx context.Context, rtt time.Duration, opt Options) (time.Duration, error) {
 	key := tareKey{rtt, opt.Executable, opt.Isolation, opt.Compress}
 	if v, ok := tares.Load(key); ok {

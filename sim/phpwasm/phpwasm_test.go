@@ -325,7 +325,7 @@ func connects(calls []wire) []int {
 
 func scenario(reuse string, calls int) sim.Scenario {
 	s := sim.Default()
-	s.Reuse, s.CallsPerRequest, s.DNS = reuse, calls, 30*time.Millisecond
+	s.Reuse, s.CallsPerRequest, s.DNS = sim.Reuse(reuse), calls, 30*time.Millisecond
 	return s
 }
 
@@ -732,7 +732,7 @@ func TestScriptFor(t *testing.T) {
 		{"dns-only", "process", [][]string{{"dns", "connect", "ssl_session"}, {"dns"}}, "option-sets.php"},
 	} {
 		s := sim.Default()
-		s.Reuse = tc.reuse
+		s.Reuse = sim.Reuse(tc.reuse)
 		if tc.sets != nil {
 			s.ShareSets = tc.sets
 		}

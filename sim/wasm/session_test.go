@@ -12,6 +12,7 @@ import (
 	"github.com/connlab/connlab/sim/class"
 	"github.com/connlab/connlab/sim/cli"
 	"github.com/connlab/connlab/sim/server"
+	"github.com/connlab/connlab/sim/web"
 )
 
 // session collects a Session's replies.
@@ -304,7 +305,7 @@ func TestExercisesMatchAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chdir(wd)
-	cat, err := class.LoadCatalog([]string{"labs"})
+	cat, err := class.LoadCatalog(web.NewIndex([]string{"labs"}, t.Logf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestExercisesMatchAPI(t *testing.T) {
 	checked := 0
 	for _, l := range cat.Labs {
 		s := newSession()
-		for _, lang := range class.Langs {
+		for _, lang := range web.Langs {
 			file := "labs/" + l.Name + ".md"
 			if lang != "en" {
 				file = "labs/" + l.Name + "." + lang + ".md"

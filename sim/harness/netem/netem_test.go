@@ -1,0 +1,104 @@
+package netem
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckLoopback(t *testing.T) {
+	for _, a := range []string{"127.0.0.1:80", "127.1.2.3:0", "[::1]:443", "127.0.0.1", "::ffff:127.0.0.1"} {
+		if err := CheckLoopback(a); err != nil {
+			t.Errorf("%s refused: %v", a, err)
+		}
+	}
+	for _, a := range []string{"10.0.0.1:80", "0.0.0.0:0", "[::]:80", "192.0.2.1:443", "localhost:80", "example.com:443", ":80", "[fe80::1%lo]:80", ""} {
+		if err := CheckLoopback(a); err == nil || !strings.Contains(err.Error(), "only loopback") {
+			t.Errorf("%q: want a refusal, got %v", a, err)
+		}
+	}
+}
+
+// TestDialerLoopbackOnly: the harness's dialer refuses another address.
+func TestDialerLoopbackOnly(t *testing.T) {
+	ctx := context.Background()
+	if _, err := (Dialer{}).DialContext(ctx, "tcp", "192.0.2.1:443"); err == nil || !strings.Contains(err.Error(), "only loopback") {
+		t.Errorf("dialer: %v", err)
+	}
+	if _, _, err := (Dialer{}).DialGated(ctx, "tcp", "192.0.2.1:443"); err == nil || !strings.Contains(err.Error(), "only loopback") {
+		t.Errorf("gated dialer: %v", err)
+	}
+	if _, err := Listen("tcp", "0.0.0.0:0"); err == nil {
+		t.Error("listened on 0.0.0.0")
+	}
+}
+
+// TestPathRTT checks the emulated path: a ping-pong takes one RTT, bytes
+// arrive in order, and a close arrives half a round trip after it is made.
+func TestPathRTT(t *testing.T) {
+	const rtt = 10 * time.Millisecond
+	ln, err := Listen("tcp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srvDone := make(chan struct{})
+	go func() {
+		defer close(srvDone)
+		raw, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c := Path{In: rtt / 2, Out: rtt / 2}.Wrap(raw)
+		b := make([]byte, 64)
+		for {
+			n, err := c.Read(b)
+			if err != nil {
+				break
+			}
+			if string(b[:n]) == "close" {
+				break
+			}
+			c.Write(b[:n])
+		}
+		c.Close()
+		<-c.(*Conn).Done()
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var errs []time.Duration
+	b := make([]byte, 64)
+	for i := range 40 {
+		msg := fmt.Sprintf("ping %02d", i)
+		st := time.Now()
+		c.Write([]byte(msg))
+		n, err := io.ReadFull(c, b[:len(msg)])
+		if err != nil || string(b[:n]) != msg {
+			t.Fatalf("echo %q: %q %v", msg, b[:n], err)
+		}
+		errs = append(errs, time.Since(st)-rtt)
+	}
+	slices.Sort(errs)
+	med := errs[len(errs)/2]
+	t.Logf("round trip error: median %v, p90 %v", med, errs[len(errs)*9/10])
+	if med < -50*time.Microsecond || med > 300*time.Microsecond {
+		t.Errorf("median round trip %v off %v (want within 0.3 ms)", med, rtt)
+	}
+	st := time.Now()
+	c.Write([]byte("close"))
+	if n, err := c.Read(b); n != 0 || err != io.EOF {
+		t.Fatalf("after close: %d %v", n, err)
+	}
+	if d := time.Since(st); d < rtt-time.Millisecond {
+		t.Errorf("FIN came back after %v, before one RTT", d)
+	}
+	<-srvDone
+}

@@ -1,0 +1,305 @@
+package roles
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/wire"
+)
+
+// labProc is the process that runs one variant: in a private network and
+// PID namespace when the kernel allows, so its sockets, sysctls and
+// children are its own, and all of them die with it.
+type labProc struct {
+	job wire.LabJob
+	out *wire.Writer
+	exe string
+	t0  time.Time
+	// raised: this process runs at nice -20, so its workers can start at 19
+	// and raise theirs when ready (wire.WorkerConfig.Nice)
+	raised bool
+
+	upstreamAddr, dnsAddr, redisAddr string
+
+	mu        sync.Mutex
+	connIDs   map[[2]int]int
+	nextConn  int
+	open      int
+	openPeak  int
+	sawOpen   bool
+	err       error
+	done      int
+	lastNote  time.Time
+	wallStart time.Time
+}
+
+func (lp *labProc) since(t time.Time) time.Duration { return t.Sub(lp.t0) }
+
+// emit sends an event to the parent and follows the open connections.
+func (lp *labProc) emit(e *sim.Event) {
+	lp.mu.Lock()
+	switch {
+	case e.Kind == sim.KindOpen:
+		lp.sawOpen = true
+		lp.open++
+		lp.openPeak = max(lp.openPeak, lp.open)
+	case e.Kind == sim.KindClose && e.Conn != 0:
+		lp.open--
+	}
+	lp.mu.Unlock()
+	lp.out.Event(e)
+}
+
+// emitWorker renumbers the connection ids of one source (an in-process
+// worker, or a worker process: any number unique to it) into one sequence.
+func (lp *labProc) emitWorker(w int, e *sim.Event) {
+	if e.Conn != 0 {
+		lp.mu.Lock()
+		k := [2]int{w, e.Conn}
+		id, ok := lp.connIDs[k]
+		if !ok {
+			lp.nextConn++
+			id = lp.nextConn
+			lp.connIDs[k] = id
+		}
+		lp.mu.Unlock()
+		e.Conn = id
+	}
+	lp.emit(e)
+}
+
+// serverEvent stamps an upstream's socket event with the run's clock.
+func (lp *labProc) serverEvent(e *sim.Event) {
+	e.At = lp.since(time.Now())
+	lp.emit(e)
+}
+
+func (lp *labProc) fail(err error) {
+	lp.mu.Lock()
+	if lp.err == nil {
+		lp.err = err
+	}
+	lp.mu.Unlock()
+}
+
+// progress reports the count of finished requests about once a second.
+func (lp *labProc) progress() {
+	lp.mu.Lock()
+	lp.done++
+	now := time.Now()
+	send := now.Sub(lp.lastNote) >= time.Second
+	if send {
+		lp.lastNote = now
+	}
+	n := lp.done
+	lp.mu.Unlock()
+	if send {
+		lp.out.Send(&wire.Msg{Progress: fmt.Sprintf("%s/%s: %d of %d requests", lp.job.Block, lp.job.Variant, n, lp.job.Scenario.Requests)})
+	}
+}
+
+// labMain is a lab process: a job on stdin, events, progress and a report
+// on stdout.
+func labMain(stdin io.Reader, stdout io.Writer) error {
+	out := wire.NewWriter(stdout)
+	m, err := wire.NewReader(stdin).Next()
+	if err != nil {
+		return err
+	}
+	lp := &labProc{out: out, connIDs: map[[2]int]int{}, wallStart: time.Now(), lastNote: time.Now()}
+	if err := json.Unmarshal(m.Config, &lp.job); err != nil {
+		return fmt.Errorf("harness: lab process: bad job: %v", err)
+	}
+	stop := make(chan struct{})
+	go out.FlushEvery(50*time.Millisecond, stop)
+	rep, err := lp.run(context.Background())
+	close(stop)
+	if err == nil {
+		err = lp.err
+	}
+	if err != nil {
+		out.Send(&wire.Msg{Error: err.Error()})
+		return err
+	}
+	return out.Send(&wire.Msg{Result: rep})
+}
+
+// run prepares the lab process (priority, namespace, the TLS handshake's
+// CPU) and runs the variant on its setup.
+func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
+	job := &lp.job
+	s := &job.Scenario
+	st, ok := setups[job.Setup]
+	if !ok {
+		return nil, fmt.Errorf("harness: unknown setup %q", job.Setup)
+	}
+	rep := &wire.Report{}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	lp.exe = exe
+	lp.t0 = time.Now()
+	if err := kernel.RaisePriority(); err != nil {
+		rep.Notes = append(rep.Notes, "ran at normal CPU priority (raising it was refused: "+err.Error()+"); a busy machine slows real runs down")
+	} else {
+		lp.raised = true
+		rep.Components = append(rep.Components, "CPU priority nice -20 (lab process, workers and servers)")
+	}
+
+	if job.Isolated {
+		if err := kernel.LoopbackUp(); err != nil {
+			return nil, err
+		}
+		// The servers take their ports from a range the clients' range
+		// cannot overlap.
+		lo, hi := 60000, 65535
+		if s.PortRange.Hi >= 60000 {
+			lo, hi = 1024, 9999
+		}
+		if err := kernel.WriteSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", lo, hi)); err != nil {
+			return nil, err
+		}
+	}
+	if s.TLS != "none" && s.HandshakeCPU == 0 {
+		hs, err := servers.MeasureHandshake(&job.Certs, s.TLS, s.Cert)
+		if err != nil {
+			return nil, fmt.Errorf("harness: measuring a TLS handshake: %w", err)
+		}
+		rep.HandshakeCPU = hs
+		rep.Components = append(rep.Components, fmt.Sprintf("Go crypto/tls: a full TLS %s handshake (%s) costs %s of CPU here; the model is given the same (handshake_cpu), not OpenSSL's speed", s.TLS, s.Cert, sim.FormatDuration(hs)))
+	}
+	var cleanup []func()
+	defer func() {
+		for _, f := range slices.Backward(cleanup) {
+			f()
+		}
+	}()
+	return st.run(lp, ctx, rep, &cleanup)
+}
+
+// startHTTP starts the http setup's servers: the upstream, and the DNS
+// server when the scenario has lookups.
+func (lp *labProc) startHTTP(rep *wire.Report, cleanup *[]func()) (port int, err error) {
+	job := &lp.job
+	s := &job.Scenario
+	if s.DNS > 0 {
+		d, err := servers.StartDNS("", 0) // the workers hold its answers (resolver.hold)
+		if err != nil {
+			return 0, err
+		}
+		*cleanup = append(*cleanup, d.Close)
+		lp.dnsAddr = d.Addr
+		rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s, each answer held %s at the resolver's end", d.Addr, servers.APIHost, sim.FormatDuration(s.DNS)))
+	}
+	up, err := lp.startUpstream(servers.OwnClients, rep, cleanup)
+	if err != nil {
+		return 0, err
+	}
+	lp.upstreamAddr = up.Addr()
+	return up.Port(), nil
+}
+
+// startUpstream starts the upstream for clients who, and lists it.
+func (lp *labProc) startUpstream(who servers.Clients, rep *wire.Report, cleanup *[]func()) (*servers.Upstream, error) {
+	s := &lp.job.Scenario
+	cfg := servers.ConfigFor(s, s.RTT, who)
+	cfg.Seed = lp.job.Seed
+	up, err := servers.StartUpstream("", cfg, &lp.job.Certs, lp.serverEvent)
+	if err != nil {
+		return nil, err
+	}
+	*cleanup = append(*cleanup, up.Close)
+	rep.Components = append(rep.Components, up.String())
+	return up, nil
+}
+
+// startRedis starts the redis setup's server: miniredis, or redis-server
+// when asked for.
+func (lp *labProc) startRedis(rep *wire.Report, cleanup *[]func()) (port int, err error) {
+	job := &lp.job
+	r, err := servers.StartRedis(slices.Contains(job.Real, "redis"), job.Scenario.RTT, job.Dir)
+	if err != nil {
+		return 0, err
+	}
+	*cleanup = append(*cleanup, r.Close)
+	lp.redisAddr = r.Addr
+	rep.Components = append(rep.Components, "Redis: "+r.Desc+" on "+r.Addr+", go-redis v9 clients")
+	return r.Port(), nil
+}
+
+// runWorkers runs a variant on worker processes calling the servers that
+// start started, whose port's sockets are counted.
+func (lp *labProc) runWorkers(ctx context.Context, rep *wire.Report, cleanup *[]func(), start func(*wire.Report, *[]func()) (int, error)) (*wire.Report, error) {
+	s := &lp.job.Scenario
+	serverPort, err := start(rep, cleanup)
+	if err != nil {
+		return nil, err
+	}
+	if err := lp.setPorts(rep); err != nil {
+		return nil, err
+	}
+	d := newDispatcher(lp, s, rand.New(rand.NewPCG(lp.job.Seed, 1)))
+	*cleanup = append(*cleanup, d.stop)
+	if err := d.start(ctx); err != nil {
+		return nil, err
+	}
+	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, lp.job.Isolated))
+	settle()
+	lp.t0 = time.Now().Add(dispatchLead) // the first jobs leave now
+	smp := kernel.StartSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
+	gen := &loadGen{s: s, lp: lp, lead: dispatchLead, serve: func(ctx context.Context, r *request) bool {
+		d.dispatch(r)
+		failed := <-r.done
+		d.finished(r.worker - 1)
+		return failed
+	}}
+	gen.run(ctx, lp.job.Seed)
+	return lp.finish(rep, smp)
+}
+
+// setPorts narrows the clients' port range and sets tcp_tw_reuse, in the
+// private namespace only, after the servers have their ports.
+func (lp *labProc) setPorts(rep *wire.Report) error {
+	job := &lp.job
+	s := &job.Scenario
+	if !job.Isolated {
+		rep.Notes = append(rep.Notes, "no private network namespace: the host's port range and tcp_tw_reuse apply; TIME_WAIT is counted on the server's port")
+		return nil
+	}
+	if err := kernel.WriteSysctl("net/ipv4/ip_local_port_range", fmt.Sprintf("%d %d", s.PortRange.Lo, s.PortRange.Hi)); err != nil {
+		return err
+	}
+	if err := kernel.WriteSysctl("net/ipv4/tcp_tw_reuse", strconv.Itoa(job.KernelTWReuse)); err != nil {
+		return err
+	}
+	rep.Components = append(rep.Components, fmt.Sprintf("private network namespace: ip_local_port_range %d-%d, tcp_tw_reuse %d", s.PortRange.Lo, s.PortRange.Hi, job.KernelTWReuse))
+	return nil
+}
+
+func (lp *labProc) finish(rep *wire.Report, smp *kernel.Sampler) (*wire.Report, error) {
+	s := &lp.job.Scenario
+	tw, stw, open, err := smp.Finish(max(s.RTT, s.ClientRTT)/2+10*time.Millisecond, 2*max(s.RTT, s.ClientRTT)+100*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("harness: reading /proc/net/tcp: %w", err)
+	}
+	lp.mu.Lock()
+	rep.TimeWaitPeak, rep.ServerTimeWaitPeak, rep.OpenPeak = tw, stw, lp.openPeak
+	if !lp.sawOpen {
+		rep.OpenPeak = open // nginx: no open events, only the sampled sockets
+	}
+	lp.mu.Unlock()
+	rep.WallS = time.Since(lp.wallStart).Seconds()
+	return rep, nil
+}

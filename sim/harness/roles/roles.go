@@ -1,0 +1,81 @@
+// Package roles holds the processes of a real run and starts them: the lab
+// process that runs one variant in private namespaces with its servers, the
+// worker processes it hands web requests to, the load generator and the
+// proxy setup's clients. Each is the sim binary re-executed with a hidden
+// subcommand (Command), which any binary linking the harness dispatches
+// through Main; the lines they exchange are package wire's.
+//
+// The process tree of a real run, with the messages on each arrow:
+//
+//	sim (harness.RunPlan, RunLab)
+//	 │  stdin: {"config": LabJob}        stdout: {"ev"}…, {"progress"}…, {"result"} or {"error"}
+//	 └─ sim __harness-role lab            private network + PID namespace, nice -20
+//	     ├─ servers in the lab process: upstream (HTTPS/HTTP), DNS, Redis front, Go proxy
+//	     ├─ redis-server, nginx           their own processes, files in LabJob.Dir
+//	     └─ sim __harness-role worker × workers (+ spares)
+//	          stdin: {"config": WorkerConfig}, {"job"}…    stdout: {"ready"}, {"ev"}…, {"done"}…
+package roles
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+)
+
+// Command is the hidden subcommand that makes a process one of the
+// harness's: "<exe> __harness-role lab" or "... worker".
+const Command = "__harness-role"
+
+// The roles a process can play.
+const (
+	RoleLab    = "lab"
+	RoleWorker = "worker"
+)
+
+// Main plays the role args ask for, when args (a program's arguments
+// without its name) start with Command: it returns the exit status and
+// true. For any other arguments it does nothing and returns false. The sim
+// command calls it before its own commands, and so does the TestMain of a
+// test binary whose tests start real runs, so that any binary linking the
+// harness can play every part.
+func Main(args []string) (code int, ok bool) {
+	if len(args) == 0 || args[0] != Command {
+		return 0, false
+	}
+	var run func(stdin io.Reader, stdout io.Writer) error
+	if len(args) == 2 {
+		run = map[string]func(io.Reader, io.Writer) error{RoleLab: labMain, RoleWorker: workerMain}[args[1]]
+	}
+	if run == nil {
+		fmt.Fprintf(os.Stderr, "connlab harness: want %s %s or %s, got %q\n", Command, RoleLab, RoleWorker, args[1:])
+		return 2, true
+	}
+	role := args[1]
+	quietRuntime()
+	err := run(os.Stdin, os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "connlab harness %s (pid %d): %v\n", role, os.Getpid(), err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// gcLimit is the heap a lab or worker process may grow to before its
+// garbage collector runs: far more than a run allocates.
+const gcLimit = 1 << 30
+
+// quietRuntime turns the garbage collector of a lab or worker process off
+// up to gcLimit. Go's collector is the harness's, not the clients' the
+// labs describe (curl, PHP, redis-py have none), and each of its
+// stop-the-world pauses and its background marking would land on calls at
+// random. settle collects once where nothing is measured.
+func quietRuntime() {
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(gcLimit)
+}
+
+// settle runs a collection between start-up (certificates, warm-up) and a
+// run, so the run starts with a clean heap.
+func settle() { runtime.GC() }

@@ -1,0 +1,64 @@
+package servers
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+)
+
+// TestLoopbackOnly: the servers listen on loopback only.
+func TestLoopbackOnly(t *testing.T) {
+	if _, err := StartUpstream("0.0.0.0:0", UpstreamConfig{TLS: "none"}, nil, nil); err == nil {
+		t.Error("upstream listened on 0.0.0.0")
+	}
+	if _, err := StartServers("127.0.0.1:0", "0.0.0.0:0", sim.Default()); err == nil {
+		t.Error("DNS server listened on 0.0.0.0")
+	}
+	if _, err := StartDNS("192.0.2.1:53", 0); err == nil {
+		t.Error("DNS server listened on 192.0.2.1")
+	}
+}
+
+// TestSlowStart: a response larger than the initial window takes one more
+// round trip per window, as the model's transferRounds says; after idling
+// longer than RTT + 200 ms the window restarts.
+func TestSlowStart(t *testing.T) {
+	certs, err := SharedCerts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rtt = 20 * time.Millisecond
+	for _, c := range []struct {
+		bytes  int
+		rounds int
+	}{{14000, 1}, {20000, 2}, {60000, 3}} {
+		s := sim.Default()
+		s.TLS, s.RTT, s.ServerTime, s.ResponseBytes, s.Closer = "none", rtt, 0, c.bytes, "server"
+		up, err := StartUpstream("", ConfigFor(&s, rtt, ForeignClients), certs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The quickest of three: the first connections of a process are slow.
+		d, n := time.Hour, int64(0)
+		for range 3 {
+			conn, err := net.Dial("tcp", up.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := time.Now()
+			io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+			n, _ = io.Copy(io.Discard, conn)
+			d = min(d, time.Since(st))
+			conn.Close()
+		}
+		up.Close()
+		want := time.Duration(c.rounds) * rtt
+		t.Logf("%d B: %d bytes in %v (want %v)", c.bytes, n, d, want)
+		if d < want-time.Millisecond || d > want+3*time.Millisecond {
+			t.Errorf("%d B took %v, want %d round trips (%v)", c.bytes, d, c.rounds, want)
+		}
+	}
+}

@@ -1,0 +1,264 @@
+// Package wire is the protocol between the processes of a real run: one
+// JSON object a line on each child's stdin and stdout, the types those
+// lines carry, and the lossless encoding of a sim.Event between them.
+//
+// # Protocol
+//
+// Every line is a Msg carrying one message (a "done" carries "fail" and
+// "end" with it). Keys are fixed: another worker implementation (a PHP
+// runtime under Node.js) speaks the same lines.
+//
+// sim (harness.RunPlan) → lab process, on stdin, then stdin closes:
+//
+//	{"config": LabJob}
+//
+// lab process → sim, on stdout:
+//
+//	{"ev": event}            every event as it happens (batched, flushed every 50 ms)
+//	{"progress": "text"}     about once a second
+//	{"result": Report}       last line of a run that finished
+//	{"error": "text"}        last line of a run that failed
+//
+// lab process → worker process, on stdin; closing stdin ends the worker
+// after the requests in hand:
+//
+//	{"config": WorkerConfig} first line
+//	{"job": Job}             one web request to serve, or {"job": {"exit": true, ...}}
+//
+// worker process → lab process, on stdout:
+//
+//	{"ready": true}          warmed up; jobs may come
+//	{"ev": event}            its calls, its connections' opens and closes, port errors (worker 1)
+//	{"done": req, "fail": bool, "end": unix_ns}   request req finished (fail: a call failed)
+//	{"error": "text"}        the worker cannot go on
+//
+// An event's keys are k (kind, a number: 0 call, 1 open, 2 idle, 3 close,
+// 4 time_wait, 5 time_wait_end, 6 port_error, 7 request), at, r (request),
+// c (call), w (worker), n (connection id, unique within the process), nc
+// (new connection), ru (reused), rt (retried), s (start), q (queue), nl,
+// co, ac, st, t (namelookup, connect, appconnect, starttransfer, total:
+// curl's cumulative phases), hs (handshake: full, resumed, 0-rtt), lp
+// (local port), by (client, server), rs (reason), er (error). Times are
+// integer nanoseconds from the run's start (at, s) or from the call's
+// start (phases). Every key but k is left out when zero. A field added to
+// sim.Event later is carried under its Go name in snake_case (EventKey).
+//
+// A WorkerConfig's keys: setup ("http" or "redis"), scenario (the
+// sim.Scenario with Go field names as keys and durations as integer
+// nanoseconds), worker (1), upstream and dns and redis (loopback host:port
+// of the servers, set as the setup needs them), ca (the CA certificate,
+// PEM, base64), warm (the harness's certificates: warm up against private
+// servers before saying ready) and nice (take nice -20 when ready). A Job's
+// keys: req (request number), t0 (the run's start, Unix nanoseconds), at
+// (when the request arrives: start it then; 0: at once), exit and linger
+// (see Job).
+package wire
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/servers"
+)
+
+// Setups a variant can run on for real (the scenario's setup key, once
+// "auto" is resolved).
+const (
+	SetupHTTP  = "http"
+	SetupRedis = "redis"
+	SetupProxy = "proxy"
+)
+
+// Msg is one line between the harness's processes: one message (Done
+// with Fail and End).
+type Msg struct {
+	Config   json.RawMessage `json:"config,omitempty"` // a LabJob or a WorkerConfig
+	Ev       *sim.Event      `json:"ev,omitempty"`     // carried with the wire keys, see EventKey
+	Progress string          `json:"progress,omitempty"`
+	Result   *Report         `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	// worker → lab process
+	Ready bool  `json:"ready,omitempty"`
+	Done  int   `json:"done,omitempty"` // request finished
+	Fail  bool  `json:"fail,omitempty"` // ... with a failed call
+	End   int64 `json:"end,omitempty"`  // ... at this time, Unix nanoseconds
+	// lab process → worker
+	Job *Job `json:"job,omitempty"`
+}
+
+// Job asks a worker to serve one web request.
+type Job struct {
+	Req int   `json:"req"`
+	T0  int64 `json:"t0"` // the run's start, Unix nanoseconds
+	// At is when the request reaches the worker (Unix nanoseconds; 0: on
+	// receipt). The lab process sends a job ahead of it, so that the
+	// crossing of the pipe does not delay the request.
+	At   int64 `json:"at,omitempty"`
+	Exit bool  `json:"exit,omitempty"` // exit after the requests in hand (max_requests, CLI mode)
+	// Linger, with Exit: drop the client state (its connections close
+	// now) but leave the process until stdin ends, after the run. A
+	// process exiting while others serve slows their calls down, which the
+	// model has no cost for.
+	Linger bool `json:"linger,omitempty"`
+}
+
+// LabJob is what a lab process is asked to run: one variant, already
+// scaled.
+type LabJob struct {
+	Block         string        `json:"block"`
+	Variant       string        `json:"variant"`
+	Setup         string        `json:"setup"`
+	Scenario      sim.Scenario  `json:"scenario"`
+	Seed          uint64        `json:"seed"`
+	Certs         servers.Certs `json:"certs"`
+	Isolated      bool          `json:"isolated"`
+	KernelTWReuse int           `json:"kernel_tw_reuse"`
+	Real          []string      `json:"real,omitempty"`
+	// Dir is a folder the parent made for this lab process and removes
+	// after it, however it ends: the servers' files (nginx's prefix,
+	// redis-server's folder) go there.
+	Dir string `json:"dir,omitempty"`
+}
+
+// Report is what a lab process measured besides the events.
+type Report struct {
+	TimeWaitPeak       int      `json:"time_wait_peak"`
+	ServerTimeWaitPeak int      `json:"server_time_wait_peak"`
+	OpenPeak           int      `json:"open_peak"`
+	Components         []string `json:"components"`
+	Notes              []string `json:"notes,omitempty"`
+	WallS              float64  `json:"wall_s"`
+	// ResolutionMS is the resolution of the measured phases when coarser
+	// than the clock's (nginx logs whole milliseconds).
+	ResolutionMS float64 `json:"resolution_ms,omitempty"`
+	// KernelSpread: the kernel, not the harness, spread the connections
+	// over the workers (nginx's worker processes accept them).
+	KernelSpread bool `json:"kernel_spread,omitempty"`
+	// HandshakeCPU is Go's full TLS handshake measured in the lab process
+	// (servers.MeasureHandshake); 0 without TLS or when the scenario sets
+	// its own.
+	HandshakeCPU time.Duration `json:"handshake_cpu,omitempty"`
+}
+
+// WorkerConfig is what a worker process is told when it starts.
+type WorkerConfig struct {
+	Setup    string       `json:"setup"`
+	Scenario sim.Scenario `json:"scenario"`
+	Worker   int          `json:"worker"` // 1-based
+	Upstream string       `json:"upstream,omitempty"`
+	DNS      string       `json:"dns,omitempty"`
+	Redis    string       `json:"redis,omitempty"`
+	CAPEM    []byte       `json:"ca,omitempty"`
+	// Warm, the harness's certificates, asks the worker to warm its code up
+	// before it says it is ready.
+	Warm *servers.Certs `json:"warm,omitempty"`
+	// Nice: the process was started at the lowest CPU priority and takes
+	// the highest when ready, so that a worker replacing one during the run
+	// (pm.max_requests, CLI mode) starts up behind the requests in flight
+	// rather than beside them. Set only where the lab process could raise
+	// its own priority.
+	Nice bool `json:"nice,omitempty"`
+}
+
+// WallTime turns a Unix time from another process (they share the
+// system's clock, not Go's monotonic one) into a time on this process's
+// monotonic clock.
+func WallTime(unixNano int64) time.Time {
+	now := time.Now()
+	return now.Add(time.Duration(unixNano - now.UnixNano()))
+}
+
+// A Writer writes Msgs as JSON lines from any goroutine.
+type Writer struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	err error
+}
+
+// NewWriter writes to w through a buffer.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 64<<10)} }
+
+// Send writes m and flushes.
+func (l *Writer) Send(m *Msg) error { return l.write(m, true) }
+
+// Event writes an event without flushing: events are many, and every
+// flush wakes the reading process up while a measurement may be running.
+// Whoever sends the next control message (done, result) flushes them, and
+// so does FlushEvery.
+func (l *Writer) Event(e *sim.Event) error { return l.write(&Msg{Ev: e}, false) }
+
+func (l *Writer) write(m *Msg, flush bool) error {
+	b, err := encode(m)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	b = append(b, '\n')
+	if _, l.err = l.w.Write(b); l.err == nil && flush {
+		l.err = l.w.Flush()
+	}
+	return l.err
+}
+
+// Flush writes out what is buffered.
+func (l *Writer) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = l.w.Flush()
+	}
+	return l.err
+}
+
+// FlushEvery flushes l every d until stop is closed, so a live view gets
+// events in batches.
+func (l *Writer) FlushEvery(d time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			l.Flush()
+		}
+	}
+}
+
+// A Reader reads Msgs; lines are bounded so a broken peer cannot grow
+// memory without end.
+type Reader struct{ sc *bufio.Scanner }
+
+// MaxLine is the longest line a Reader accepts.
+const MaxLine = 4 << 20
+
+// NewReader reads lines from r.
+func NewReader(r io.Reader) *Reader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
+	return &Reader{sc: sc}
+}
+
+// Next returns the next message, or io.EOF.
+func (l *Reader) Next() (*Msg, error) {
+	if !l.sc.Scan() {
+		if err := l.sc.Err(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	var m Msg
+	if err := decode(l.sc.Bytes(), &m); err != nil {
+		return nil, fmt.Errorf("harness: bad message from a child process: %v", err)
+	}
+	return &m, nil
+}
