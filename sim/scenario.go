@@ -86,7 +86,7 @@ type Scenario struct {
 	SeriesInterval time.Duration `key:"series_interval" min:"1ms" max:"1h" help:"sampling interval of the time series"`
 
 	// Real runs.
-	Setup string `key:"setup" enum:"auto,http,redis,proxy" fixed:"true" help:"what a real run (sim validate, Run real) runs the block on; the model ignores it. http: worker processes with curl-like clients → an HTTPS/HTTP upstream; redis: worker processes with go-redis → Redis; proxy: a load generator → a reverse proxy (Go, or nginx) → the upstream; auto: proxy when a variant uses reuse = \"upstream-keepalive\", else http"`
+	Setup Setup `key:"setup" fixed:"true" help:"what a real run (sim validate, Run real) runs the block on; the model ignores it. http: worker processes with curl-like clients → an HTTPS/HTTP upstream; redis: worker processes with go-redis → Redis; proxy: a load generator → a reverse proxy (Go, or nginx) → the upstream; auto: proxy when a variant uses reuse = \"upstream-keepalive\", else http"`
 }
 
 // PortRange is an inclusive range of local ports.

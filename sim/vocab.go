@@ -89,6 +89,17 @@ const (
 	CertECDSAP256 Cert = "ecdsa-p256"
 )
 
+// Setup is what a real run (sim validate, a page's "Run real") runs a block
+// on (scenario key setup); the model ignores it.
+type Setup string
+
+const (
+	SetupAuto  Setup = "auto"  // proxy when a variant uses reuse = "upstream-keepalive", else http
+	SetupHTTP  Setup = "http"  // worker processes with curl-like clients → an HTTPS/HTTP upstream
+	SetupRedis Setup = "redis" // worker processes with go-redis → Redis
+	SetupProxy Setup = "proxy" // a load generator → a reverse proxy (Go, or nginx) → the upstream
+)
+
 // Handshake is the TLS handshake a new connection did (Event.Handshake;
 // empty without TLS).
 type Handshake string
@@ -180,6 +191,7 @@ var (
 	sides        = []Side{SideClient, SideServer}
 	tlsVersions  = []TLSVersion{TLSNone, TLS12, TLS13}
 	certs        = []Cert{CertRSA2048, CertECDSAP256}
+	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy}
 	handshakes   = []Handshake{HandshakeFull, HandshakeResumed, Handshake0RTT}
 	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,
@@ -192,7 +204,7 @@ var (
 // and the schema read it.
 var enums = []enumType{
 	enumOf(modes), enumOf(loads), enumOf(arrivals), enumOf(dispatches), enumOf(reuses),
-	enumOf(poolFulls), enumOf(sides), enumOf(tlsVersions), enumOf(certs), enumOf(handshakes),
+	enumOf(poolFulls), enumOf(sides), enumOf(tlsVersions), enumOf(certs), enumOf(setups), enumOf(handshakes),
 	enumOf(closeReasons), enumOf(errorKinds),
 	{name: "Kind", typ: reflect.TypeFor[Kind](), values: kindNames[:]},
 }

@@ -95,8 +95,8 @@ func TestParamsTakeTheirEnumsFromTheVocabulary(t *testing.T) {
 			t.Errorf("%s: default %q is not one of %q", p.Key, p.Default, p.Enum)
 		}
 	}
-	if n != 9 {
-		t.Errorf("%d enum keys, want mode, load, arrival, dispatch, reuse, pool_full, closer, tls, cert", n)
+	if n != 10 {
+		t.Errorf("%d enum keys, want mode, load, arrival, dispatch, reuse, pool_full, closer, tls, cert, setup", n)
 	}
 	// Set accepts exactly the listed words.
 	var s Scenario = Default()

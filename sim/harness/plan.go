@@ -157,7 +157,7 @@ func (o *Options) defaults() {
 // reuse = "upstream-keepalive", else SetupHTTP.
 func setupOf(s *sim.Scenario, scns []*sim.Scenario) string {
 	if s.Setup != SetupAuto && s.Setup != "" {
-		return s.Setup
+		return string(s.Setup)
 	}
 	for _, o := range scns {
 		if o != nil && o.Reuse == "upstream-keepalive" {
