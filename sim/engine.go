@@ -135,6 +135,7 @@ type model struct {
 	now  time.Duration
 	h    eventQueue
 	rng  *rand.Rand
+	seed uint64
 	sink func(*Event)
 	ev   Event
 	col  Collector
@@ -167,6 +168,7 @@ func newModel(s Scenario, opt Options) *model {
 		crttHalf: s.ClientRTT / 2,
 		twReuse:  s.TWReuse == 1 || (s.TWReuse == 2 && s.Loopback),
 		stopAt:   -1,
+		seed:     opt.Seed,
 	}
 	m.policy = policyOf(s.Reuse)
 	for _, set := range s.ShareSets {
@@ -178,7 +180,6 @@ func newModel(s Scenario, opt Options) *model {
 	}
 	m.series.Interval = s.SeriesInterval
 	m.initWorkers()
-	m.initPorts()
 	return m
 }
 
@@ -266,9 +267,9 @@ func (m *model) sample() {
 	x := Sample{
 		T:              roundS(m.now),
 		Open:           m.open,
-		TimeWait:       m.tw[sideClient].len(),
-		ServerTimeWait: m.tw[sideServer].len(),
-		PortsInUse:     m.open + m.tw[sideClient].len(),
+		TimeWait:       m.twN[sideClient],
+		ServerTimeWait: m.twN[sideServer],
+		PortsInUse:     m.open + m.twN[sideClient],
 		Requests:       m.col.s.Requests - m.lastSample.Requests,
 		Connects:       m.col.s.Connects - m.lastSample.Connects,
 		Errors:         m.col.s.Errors - m.lastSample.Errors,

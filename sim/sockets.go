@@ -7,8 +7,9 @@ import "time"
 // asks for 2×MSL = 4 minutes; Linux uses 60 s.
 const TimeWaitLen = 60 * time.Second
 
-// TWReuseDelay is how old a TIME_WAIT socket's last timestamp must be before
-// tcp_tw_reuse lets connect() take its port (net/ipv4/tcp_ipv4.c).
+// TWReuseDelay is how long a socket must have been in TIME_WAIT before
+// tcp_tw_reuse lets connect() take its port: tcp_tw_reuse_delay, 1000 ms by
+// default (tcp_twsk_unique in net/ipv4/tcp_ipv4.c).
 const TWReuseDelay = time.Second
 
 type side uint8
@@ -29,20 +30,36 @@ func (s side) String() string {
 type twEntry struct {
 	at   time.Duration // entered TIME_WAIT
 	port int32         // client side only
+	seq  uint32        // with tcp_tw_reuse, client side: matches the port's number while the socket is there; else 0
 }
 
-// sockets counts what the timeline and the summary show.
+// sockets counts what the timeline and the summary show: open sockets and
+// each side's TIME_WAIT sockets. A side's TIME_WAIT queue is in order of
+// entry; on the client's, connect() may take a socket over before it
+// expires (allocPort), which leaves its entry behind, no longer matching its
+// port's number, to be dropped when it comes to the front.
 type sockets struct {
 	open, openPeak int
 	tw             [2]ring[twEntry]
+	twN            [2]int // sockets in TIME_WAIT now
 	twPeak         [2]int
 	twTimer        [2]bool // an expiry event is queued for the side's oldest entry
+	twSeqs         uint32  // client TIME_WAIT entries so far
 }
 
 func (m *model) enterTimeWait(s side, at time.Duration, port int) {
 	tw := &m.tw[s]
-	tw.push(twEntry{at: at, port: int32(port)})
-	m.twPeak[s] = max(m.twPeak[s], tw.len())
+	e := twEntry{at: at, port: int32(port)}
+	if s == sideClient && m.twReuse {
+		if m.twSeqs++; m.twSeqs == 0 {
+			m.twSeqs = 1 // 0 marks a port without one; an entry lives 60 s, far less than a wrap
+		}
+		e.seq = m.twSeqs
+		*m.ports.seqOf(port) = e.seq
+	}
+	tw.push(e)
+	m.twN[s]++
+	m.twPeak[s] = max(m.twPeak[s], m.twN[s])
 	if !m.twTimer[s] {
 		m.twTimer[s] = true
 		m.schedule(tw.peek().at+TimeWaitLen, evTimeWaitEnd, 0, int32(s))
@@ -53,16 +70,33 @@ func (m *model) enterTimeWait(s side, at time.Duration, port int) {
 	}
 }
 
-// timeWaitEnd expires the TIME_WAIT sockets of side s that are due (entries
-// already taken by tcp_tw_reuse are simply gone) and queues one event for
-// the next oldest: the queue is in order of entry, so one timer per side
-// is enough.
+// timeWaitEnd expires the TIME_WAIT sockets of side s that are due, drops
+// the entries of sockets already taken over, and queues one event for the
+// next oldest: the queue is in order of entry, so one timer per side is
+// enough.
 func (m *model) timeWaitEnd(_ int32, s int32) {
 	tw := &m.tw[s]
-	for tw.len() > 0 && tw.peek().at+TimeWaitLen <= m.now {
-		e := tw.pop()
-		if side(s) == sideClient {
-			m.freePort(e.port)
+	for tw.len() > 0 {
+		e := tw.peek()
+		live := e.seq == 0 || *m.ports.seqOf(int(e.port)) == e.seq
+		if live && e.at+TimeWaitLen > m.now {
+			break
+		}
+		tw.pop()
+		matured := false
+		if side(s) == sideClient && m.ports.matured > 0 {
+			m.ports.matured--
+			matured = true
+		}
+		if !live {
+			continue // taken over by connect()
+		}
+		m.twN[s]--
+		if e.seq != 0 {
+			*m.ports.seqOf(int(e.port)) = 0
+		}
+		if side(s) == sideClient && !matured {
+			m.freePort(int(e.port))
 		}
 		if m.socketEvents() {
 			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).String()}
@@ -113,7 +147,7 @@ func (m *model) closeConn(ci int32, first side, reason CloseReason) {
 		}
 		m.enterTimeWait(sideClient, m.now, c.port)
 	} else {
-		m.freePort(int32(c.port))
+		m.freePort(c.port)
 	}
 	ow := &m.owners[c.owner]
 	ow.open--
