@@ -216,7 +216,11 @@ func compareTimeWait(model, measured *sim.Summary, timing bool) []CountRow {
 	// The last reading comes within seconds of the last request: with 10 s
 	// to spare, no socket had been in TIME_WAIT for 60 s by then.
 	if model.DurationS >= (sim.TimeWaitLen - 10*time.Second).Seconds() {
-		peak.Allowed, peak.OK = fmt.Sprintf("not compared: TIME_WAIT sockets expired during the run, and the kernel took over %d ports where the model took over %d", rr, mr), true
+		peak.Allowed, peak.OK = fmt.Sprintf("not compared: TIME_WAIT sockets expired during the run, and the two took over different numbers of ports (the model %d, the sampler counted %d)", mr, rr), true
+		// Where sockets expire, the sampler's count of takeovers is not
+		// to be trusted: 90 s runs with tcp_tw_reuse = 0, which takes over
+		// nothing, counted 1,749 to 2,770.
+		reused.Allowed += "; and where sockets expire during the run the sampler's count is not reliable"
 		return []CountRow{peak, reused}
 	}
 	how, ok := allowed(mp+mr, rp+rr)
