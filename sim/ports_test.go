@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -298,5 +299,48 @@ func TestTimeWaitReused(t *testing.T) {
 	s.TWReuse = 0
 	if res, _ := run(t, s); res.Summary.TimeWaitReused != 0 || res.Summary.TimeWaitPeak != 2000 {
 		t.Errorf("tw_reuse 0: time_wait_reused %d, time_wait_peak %d: want 0, 2000", res.Summary.TimeWaitReused, res.Summary.TimeWaitPeak)
+	}
+}
+
+// TestPortsNext: the search over the busy bits and their summary finds the
+// same port as a plain scan from the start, wrapping around, over ranges
+// of many sizes and fillings.
+func TestPortsNext(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, size := range []int{2, 3, 64, 127, 128, 129, 4096, 8192 + 130, 28232} {
+		for _, fill := range []float64{0, 0.5, 0.99, 0.9999} {
+			w := newWalker(t, PortRange{10000, 10000 + size - 1}, false, 1)
+			port, _ := w.m.allocPort() // sets the range up
+			p := &w.m.ports
+			p.release(port) // back to all free
+			free := [2][]bool{make([]bool, p.half[0]), make([]bool, p.half[1])}
+			for c := range 2 {
+				for k := range p.half[c] {
+					free[c][k] = true
+					if rng.Float64() < fill {
+						p.take(p.lo + 2*k + c)
+						free[c][k] = false
+					}
+				}
+			}
+			for c := range 2 {
+				if p.avail[c] == 0 {
+					continue
+				}
+				for range 50 {
+					k0 := rng.IntN(p.half[c])
+					want := -1
+					for d := range p.half[c] {
+						if k := (k0 + d) % p.half[c]; free[c][k] {
+							want = k
+							break
+						}
+					}
+					if got := p.next(c, k0); got != want {
+						t.Fatalf("size %d, fill %g, class %d, from %d: next %d, a scan finds %d", size, fill, c, k0, got, want)
+					}
+				}
+			}
+		}
 	}
 }
