@@ -139,11 +139,11 @@ func TestModelEventsFollowTheSchema(t *testing.T) {
 	pool.Requests, pool.Reuse, pool.PoolMax, pool.PoolMaxIdle, pool.PoolFull = 30, ReusePool, 2, 1, PoolFullError
 	pool.Concurrency, pool.Threads, pool.MaxRequests = 4, 4, 5
 	scope := Default() // a request's handle, the server's request limit, 0-RTT
-	scope.Reuse, scope.CallsPerRequest, scope.KeepaliveRequests, scope.EarlyData, scope.Cert = ReuseRequest, 3, 2, true, string(CertECDSAP256)
+	scope.Reuse, scope.CallsPerRequest, scope.KeepaliveRequests, scope.EarlyData, scope.Cert = ReuseRequest, 3, 2, true, CertECDSAP256
 	nginx := Default() // nginx's keepalive N
 	nginx.Requests, nginx.Reuse, nginx.UpstreamKeepalive, nginx.Concurrency, nginx.Threads = 20, ReuseUpstreamKeepalive, 1, 3, 0
 	closer := ports // the server closes first; TLS 1.2
-	closer.Closer, closer.TLS, closer.PortRange = string(SideServer), string(TLS12), Default().PortRange
+	closer.Closer, closer.TLS, closer.PortRange = SideServer, TLS12, Default().PortRange
 	idle := Default() // the client's timers
 	idle.Requests, idle.Reuse, idle.MaxIdleAge, idle.ThinkTime = 3, ReuseProcess, 50*ms, 100*ms
 	life := idle
@@ -156,7 +156,7 @@ func TestModelEventsFollowTheSchema(t *testing.T) {
 	for i, s := range []Scenario{race, dead, ports, pool, scope, nginx, closer, idle, life, cli} {
 		_, err := Run(context.Background(), s, Options{Seed: 1, Sink: func(e *Event) {
 			kinds[e.Kind] = true
-			seen[e.By], seen[e.Reason], seen[e.Handshake] = true, true, true
+			seen[string(e.By)], seen[string(e.Reason)], seen[string(e.Handshake)] = true, true, true
 			if err := CheckEvent(e); err != nil {
 				t.Errorf("scenario %d: %v: %s", i+1, err, e.AppendJSON(nil))
 			}
