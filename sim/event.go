@@ -57,7 +57,11 @@ func ParseKind(s string) (Kind, bool) {
 // call on a reused connection has NameLookup, Connect and AppConnect zero, and
 // a call without TLS has AppConnect zero.
 type Event struct {
-	Kind   Kind
+	Kind Kind
+	// Hop is the hop of a chain of tiers, from 1 (the load to the first
+	// tier); 0 for a single hop. A byte, kept beside Kind so the record does
+	// not grow (MaxTiers is 8).
+	Hop    uint8
 	At     time.Duration // run time of the event; for calls, when the call ended
 	Req    int           // web request number, from 1
 	Call   int           // call number within the request, from 1
@@ -126,6 +130,7 @@ func (e *Event) appendJSON(b []byte, compact bool) []byte {
 	b = appendInt(b, "call", e.Call)
 	b = appendInt(b, "worker", e.Worker)
 	b = appendInt(b, "conn", e.Conn)
+	b = appendInt(b, "hop", int(e.Hop))
 	switch e.Kind {
 	case KindCall:
 		b = flag(b, "new_conn", e.NewConn)
