@@ -242,4 +242,6 @@ var metricNames = func() map[string]bool {
 	return names
 }()
 
-func knownMetric(path []string) bool { return metricNames[strings.Join(path, ".")] }
+func knownMetric(path []string) bool {
+	return metricNames[strings.Join(path, ".")] || knownChainMetric(path)
+}
