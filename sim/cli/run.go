@@ -292,6 +292,7 @@ func printLab(w io.Writer, l *lab.Lab, results []*lab.BlockResult, overridden bo
 			row("server_time_wait_peak", func(s *sim.Summary) string { return strconv.Itoa(s.ServerTimeWaitPeak) })
 		}
 		row("open_peak", func(s *sim.Summary) string { return strconv.Itoa(s.OpenPeak) })
+		chainRows(r, row)
 		if any(func(s *sim.Summary) bool { return s.Errors > 0 || s.Races > 0 }) {
 			row("errors", func(s *sim.Summary) string { return strconv.Itoa(s.Errors) })
 			row("races (retried)", func(s *sim.Summary) string { return strconv.Itoa(s.Races) })
