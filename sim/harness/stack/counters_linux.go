@@ -51,6 +51,37 @@ func tcpOpens() (active, passive int64, err error) {
 	return 0, 0, fmt.Errorf("stack: no Tcp counters in /proc/net/snmp")
 }
 
+// tcpExtKeys are the TcpExt counters a run reports: sockets that entered
+// TIME_WAIT (TW), ports connect() took back from TIME_WAIT (TWRecycled,
+// tcp_tw_reuse), connections the listeners could not take in time
+// (ListenOverflows, ListenDrops), resets on close with unread data.
+var tcpExtKeys = []string{"TW", "TWRecycled", "ListenOverflows", "ListenDrops", "TCPAbortOnClose", "TCPAbortOnData"}
+
+// tcpExt reads the namespace's TcpExt counters from /proc/net/netstat.
+func tcpExt() (map[string]int64, error) {
+	b, err := os.ReadFile("/proc/self/net/netstat")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(b), "\n")
+	out := map[string]int64{}
+	for i := 0; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "TcpExt:") || !strings.HasPrefix(lines[i+1], "TcpExt:") {
+			continue
+		}
+		names, vals := strings.Fields(lines[i])[1:], strings.Fields(lines[i+1])[1:]
+		for j := range min(len(names), len(vals)) {
+			for _, k := range tcpExtKeys {
+				if names[j] == k {
+					out[k], _ = strconv.ParseInt(vals[j], 10, 64)
+				}
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("stack: no TcpExt counters in /proc/net/netstat")
+}
+
 // nginxAccepts reads the connections nginx has accepted (stub_status),
 // counting the connection that asks.
 func nginxAccepts(port int) (int64, error) {

@@ -24,6 +24,7 @@ type Result struct {
 	AppThreads    int                `json:"app_threads,omitempty"`
 	AppKeepaliveS int                `json:"app_keepalive_s,omitempty"`
 	Load          Load               `json:"load"`
+	Sysctl        map[string]string  `json:"sysctl"` // in the run's namespace
 	DurationS     float64            `json:"duration_s"`
 	Requests      int                `json:"requests"`
 	Errors        int                `json:"errors"`
@@ -42,6 +43,9 @@ type Result struct {
 	// at work. A lower bound for Flask's server, whose request threads end
 	// before it is read.
 	RunDelayPerRequestMS map[string]float64 `json:"run_delay_per_request_ms"`
+	// TCPExt: the namespace's TcpExt counters over the window (see
+	// tcpExtKeys): TW counts every socket that entered TIME_WAIT.
+	TCPExt map[string]int64 `json:"tcp_ext"`
 	// NginxErrors counts lines of nginx's error log by what they say.
 	NginxErrors map[string]int `json:"nginx_errors,omitempty"`
 	LoadAvg     string         `json:"loadavg_before"`
@@ -105,6 +109,7 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 		base       []hopSockets
 		cpu0       map[string]int64
 		delay0     map[string]map[int]int64
+		ext0       map[string]int64
 	)
 	pids := st.Pids()
 	begin := func() (err error) {
@@ -117,6 +122,9 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 			return err
 		}
 		if act0, _, err = tcpOpens(); err != nil {
+			return err
+		}
+		if ext0, err = tcpExt(); err != nil {
 			return err
 		}
 		if base, err = readHops(hops, allStates, true); err != nil {
@@ -226,6 +234,14 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 	act1, _, err := tcpOpens()
 	if err != nil {
 		return nil, err
+	}
+	ext1, err := tcpExt()
+	if err != nil {
+		return nil, err
+	}
+	res.TCPExt = map[string]int64{}
+	for k, v := range ext1 {
+		res.TCPExt[k] = v - ext0[k]
 	}
 	end, err := readHops(hops, allStates, true)
 	if err != nil {

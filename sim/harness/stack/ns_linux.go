@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -139,6 +140,11 @@ func childRun(r io.Reader, w io.Writer) error {
 		return err
 	}
 	res.Name = spec.Name
+	res.Sysctl = map[string]string{}
+	for _, k := range []string{"ip_local_port_range", "tcp_tw_reuse"} {
+		b, _ := os.ReadFile("/proc/sys/net/ipv4/" + k)
+		res.Sysctl[k] = strings.Join(strings.Fields(string(b)), " ")
+	}
 	return json.NewEncoder(w).Encode(res)
 }
 

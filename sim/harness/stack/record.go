@@ -2,6 +2,8 @@ package stack
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,7 +20,6 @@ type Record struct {
 	Recorded string            `json:"recorded"`
 	Machine  Machine           `json:"machine"`
 	Software map[string]string `json:"software"`
-	Sysctl   map[string]string `json:"sysctl,omitempty"`
 	Runs     []*Result         `json:"runs"`
 }
 
@@ -71,6 +72,38 @@ func Versions() map[string]string {
 	run("werkzeug", py, "-c", "import importlib.metadata as m; print(m.version('werkzeug'))")
 	run("redis-py", py, "-c", "import importlib.metadata as m; print(m.version('redis'))")
 	return v
+}
+
+// MarshalIndent writes the record with its header indented and each run
+// on a line of its own: readable, and a change to one run is a one-line
+// diff.
+func (r *Record) MarshalIndent() ([]byte, error) {
+	head := *r
+	head.Runs = nil
+	h, err := json.MarshalIndent(head, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	// Replace the closing "runs": null and brace.
+	h = bytes.TrimSuffix(bytes.TrimSpace(h), []byte("}"))
+	h = bytes.TrimSuffix(bytes.TrimSpace(h), []byte(`"runs": null`))
+	var b bytes.Buffer
+	b.Write(h)
+	b.WriteString("\"runs\": [\n")
+	for i, run := range r.Runs {
+		line, err := json.Marshal(run)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString("    ")
+		b.Write(line)
+		if i < len(r.Runs)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("  ]\n}\n")
+	return b.Bytes(), nil
 }
 
 // Line summarises a result on one line.

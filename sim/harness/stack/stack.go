@@ -12,7 +12,6 @@ package stack
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -375,27 +374,30 @@ func (st *Stack) Pids() map[string]int {
 	return m
 }
 
-// Stop stops every program, newest first (SIGTERM to its process group,
-// SIGKILL after 5 s), and removes the directory if Start made it.
+// Stop stops every program, newest first, and removes the directory if
+// Start made it. Each gets its quick-stop signal (gunicorn's SIGQUIT, SIGTERM
+// for the others) and SIGKILL after 5 s: a stack under load may be slow to
+// wind down, and nothing of it is kept.
 func (st *Stack) Stop() error {
-	var errs []error
 	for i := len(st.procs) - 1; i >= 0; i-- {
 		p := st.procs[i]
 		pgid := p.cmd.Process.Pid
-		syscall.Kill(-pgid, syscall.SIGTERM)
+		sig := syscall.SIGTERM
+		if p.name == Gunicorn {
+			sig = syscall.SIGQUIT // SIGTERM waits for requests in flight (graceful_timeout 30 s)
+		}
+		syscall.Kill(-pgid, sig)
 		select {
 		case <-p.exited:
 		case <-time.After(5 * time.Second):
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			<-p.exited
-			errs = append(errs, fmt.Errorf("stack: %s did not stop on SIGTERM within 5 s: killed", p.name))
 		}
 		// Whatever the group still holds (nginx's workers) goes too.
 		syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.exited
 	}
 	st.procs = nil
 	if st.ownDir {
-		errs = append(errs, os.RemoveAll(st.Dir))
+		return os.RemoveAll(st.Dir)
 	}
-	return errors.Join(errs...)
+	return nil
 }

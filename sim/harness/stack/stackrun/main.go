@@ -42,9 +42,15 @@ func main() {
 	twr := flag.Int("tw-reuse", 0, "tcp_tw_reuse in the namespace (-1: the kernel's default)")
 	repeat := flag.Int("repeat", 1, "rounds over every combination (interleaved)")
 	out := flag.String("o", "", "write the JSON here (default: stdout)")
+	appendTo := flag.Bool("append", false, "with -o, add the runs to the record already in that file (same software versions)")
 	quiet := flag.Float64("quiet", 0, "before each run, wait until the 1-minute load average is below this (0: do not wait)")
 	quietMax := flag.Duration("quiet-max", 10*time.Minute, "wait at most this long for -quiet")
+	merge := flag.Bool("merge", false, "merge the records named as arguments (same software versions) into -o, and run nothing")
 	flag.Parse()
+	if *merge {
+		check(mergeRecords(*out, flag.Args()))
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -66,6 +72,9 @@ func main() {
 								check(err)
 							}
 							name := fmt.Sprintf("%s/ka%d/%s/%s-c%d", app, k, rd, ld, n)
+							if *ports == "" {
+								name += "/kernel-defaults"
+							}
 							specs = append(specs, stack.Spec{
 								Name: name,
 								Config: stack.Config{AppServer: app, Redis: rd, Keepalive: k, NginxWorkers: *nginxW,
@@ -86,27 +95,47 @@ func main() {
 		os.Exit(2)
 	}
 	rec := stack.NewRecord()
-	rec.Sysctl = map[string]string{"ip_local_port_range": *ports, "tcp_tw_reuse": strconv.Itoa(*twr)}
+	if *appendTo && *out != "" {
+		old, err := readRecord(*out)
+		check(err)
+		if old != nil {
+			for k, v := range rec.Software {
+				if old.Software[k] != v {
+					check(fmt.Errorf("%s: recorded with %s %s, installed %s", *out, k, old.Software[k], v))
+				}
+			}
+			rec.Recorded, rec.Runs = old.Recorded, old.Runs
+		}
+	}
+	failed := 0
 	for i, sp := range specs {
+		if ctx.Err() != nil {
+			break
+		}
 		if *quiet > 0 {
 			waitQuiet(ctx, *quiet, *quietMax)
 		}
 		res, err := stack.RunIsolated(ctx, sp)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "stackrun: %v\n", err)
-			os.Exit(1)
+			// One failed run (a program that would not start on a busy
+			// machine) does not lose the others.
+			fmt.Fprintf(os.Stderr, "[%d/%d] %s: %v\n", i+1, len(specs), sp.Name, err)
+			failed++
+			continue
 		}
 		rec.Runs = append(rec.Runs, res)
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s\n", i+1, len(specs), stack.Line(res))
 	}
-	b, err := json.MarshalIndent(rec, "", "  ")
+	b, err := rec.MarshalIndent()
 	check(err)
-	b = append(b, '\n')
 	if *out == "" {
 		os.Stdout.Write(b)
-		return
+	} else {
+		check(os.WriteFile(*out, b, 0o644))
 	}
-	check(os.WriteFile(*out, b, 0o644))
+	if failed > 0 || ctx.Err() != nil {
+		os.Exit(1)
+	}
 }
 
 // waitQuiet waits until the 1-minute load average is below limit, at
@@ -130,6 +159,55 @@ func waitQuiet(ctx context.Context, limit float64, max time.Duration) {
 		case <-time.After(5 * time.Second):
 		}
 	}
+}
+
+// mergeRecords writes to out the runs of every record in files, which must
+// have been made with the same software.
+func mergeRecords(out string, files []string) error {
+	if out == "" || len(files) == 0 {
+		return fmt.Errorf("-merge needs -o FILE and the records to merge")
+	}
+	var all *stack.Record
+	for _, f := range files {
+		r, err := readRecord(f)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("%s: no such file", f)
+		}
+		if all == nil {
+			all = r
+			continue
+		}
+		for k, v := range r.Software {
+			if all.Software[k] != v {
+				return fmt.Errorf("%s: %s %s, but %s has %s", f, k, v, files[0], all.Software[k])
+			}
+		}
+		all.Runs = append(all.Runs, r.Runs...)
+	}
+	b, err := all.MarshalIndent()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, b, 0o644)
+}
+
+// readRecord reads a record written before (nil if the file is absent).
+func readRecord(path string) (*stack.Record, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r stack.Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
 }
 
 func split(s string) []string {
