@@ -98,7 +98,10 @@ type cpuSeg struct {
 // chop is one hop: the connections into one tier.
 type chop struct {
 	free             [2]ring[int32] // free even and odd local ports (see ports.go)
-	twq              [2]ring[twEntry]
+	twq              [2]ring[ctwEntry]
+	twLive           [2]int   // sockets in TIME_WAIT now (the queues also hold ones taken back)
+	srvTW            []uint32 // by client port: the server's TIME_WAIT socket for it (its serial; 0: none)
+	srvSerial        uint32
 	twTimer          [2]bool
 	open, openPeak   int
 	idle, idlePeak   int
@@ -111,9 +114,19 @@ type chop struct {
 	portErrors       int
 	races            int
 	closedBy         [2]int
+	twReused         int     // client TIME_WAIT ports connect() took back (tcp_tw_reuse)
+	twTakenOver      int     // server TIME_WAIT sockets a new SYN from the same port took over
 	serverAcc        float64 // error diffusion of server_closes_first
 	bothAcc          float64 // ... and of simultaneous_close
 	call             Quantiles
+}
+
+// ctwEntry is a socket in TIME_WAIT: when it entered, the client port of
+// its connection, and for the server's side its serial (see chop.srvTW).
+type ctwEntry struct {
+	at     time.Duration
+	port   int32
+	serial uint32
 }
 
 // cjob is one request at one tier; tier -1 is the load's own request.
@@ -199,6 +212,7 @@ func newChain(s Scenario, opt Options) *chainModel {
 			t.workers[w].pool = -1
 		}
 		hp := &m.hops[i]
+		hp.srvTW = make([]uint32, s.PortRange.Hi+1)
 		for p := s.PortRange.Lo; p <= s.PortRange.Hi; p++ {
 			hp.free[p&1].push(int32(p))
 		}
@@ -451,7 +465,17 @@ func (m *chainModel) takeThread(ji int32) {
 	}
 	w.threads++
 	j.hasThread = true
-	m.cpu(ji, t.s.ServerTime, phWork)
+	m.cpu(ji, m.work(t), phWork)
+}
+
+// work is a request's work on tier t: server_time, varied uniformly by
+// server_jitter.
+func (m *chainModel) work(t *ctier) time.Duration {
+	d := t.s.ServerTime
+	if f := t.s.ServerJitter; f > 0 {
+		d += time.Duration((2*m.rng.Float64() - 1) * f * float64(d))
+	}
+	return d
 }
 
 // afterCall: job ji has done its own work or a call has returned: the next
@@ -494,7 +518,7 @@ func (m *chainModel) finishJob(ji int32) {
 			nj.queued += m.now - nj.waitFrom
 			nj.hasThread = true
 			w.threads++
-			m.cpu(n, t.s.ServerTime, phWork)
+			m.cpu(n, m.work(t), phWork)
 		}
 	}
 	m.schedule(m.now+t.half, ckResponse, ji, 0)
@@ -911,26 +935,43 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 // allocPort finds a local port for a connection over hop h, the way
 // ports.go describes Linux's connect(): free even ports, then (with
 // tcp_tw_reuse) a TIME_WAIT port more than a second old, then odd ports.
+// A port whose last connection the server closed first is free on the
+// client's side; if the server still holds that TIME_WAIT socket, the new
+// SYN takes it over (tcp_timewait_state_process: same four-tuple, newer
+// timestamp).
 func (m *chainModel) allocPort(h int) (int32, bool) {
 	hp := &m.hops[h]
-	if hp.free[0].len() > 0 {
-		return hp.free[0].pop(), true
-	}
+	var port int32
 	tw := &hp.twq[sideClient]
-	if m.twReuse && tw.len() > 0 && m.now-tw.peek().at >= TWReuseDelay {
-		e := tw.pop()
+	switch {
+	case hp.free[0].len() > 0:
+		port = hp.free[0].pop()
+	case m.twReuse && tw.len() > 0 && m.now-tw.peek().at >= TWReuseDelay:
+		port = tw.pop().port
+		hp.twLive[sideClient]--
 		m.tw[sideClient]--
+		hp.twReused++
 		hp.ports--
 		if m.sink != nil {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(e.port), By: "client", Reason: "reused"}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: "client", Reason: "reused"}
 			m.sink(&m.ev)
 		}
-		return e.port, true
+	case hp.free[1].len() > 0:
+		port = hp.free[1].pop()
+	default:
+		return 0, false
 	}
-	if hp.free[1].len() > 0 {
-		return hp.free[1].pop(), true
+	if hp.srvTW[port] != 0 {
+		hp.srvTW[port] = 0
+		hp.twLive[sideServer]--
+		m.tw[sideServer]--
+		hp.twTakenOver++
+		if m.sink != nil {
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: "server", Reason: "taken-over-by-syn"}
+			m.sink(&m.ev)
+		}
 	}
-	return 0, false
+	return port, true
 }
 
 // closeConn ends connection ci: the side first closes first and holds the
@@ -956,7 +997,7 @@ func (m *chainModel) closeConn(ci int32, first side, both bool, reason string) {
 		m.sink(&m.ev)
 	}
 	if first == sideServer || both {
-		m.enterTimeWait(h, sideServer, 0)
+		m.enterTimeWait(h, sideServer, c.port)
 	}
 	if first == sideClient || both {
 		m.enterTimeWait(h, sideClient, c.port)
@@ -984,9 +1025,20 @@ func (m *chainModel) closeConn(ci int32, first side, both bool, reason string) {
 func (m *chainModel) enterTimeWait(h int, s side, port int32) {
 	hp := &m.hops[h]
 	tw := &hp.twq[s]
-	tw.push(twEntry{at: m.now, port: port})
+	e := ctwEntry{at: m.now, port: port}
+	if s == sideServer {
+		hp.srvSerial++
+		e.serial = hp.srvSerial
+		if hp.srvTW[port] != 0 {
+			hp.twLive[s]-- // cannot happen: the client's port was in use
+			m.tw[s]--
+		}
+		hp.srvTW[port] = e.serial
+	}
+	tw.push(e)
 	hp.twEntered[s]++
-	hp.twPeak[s] = max(hp.twPeak[s], tw.len())
+	hp.twLive[s]++
+	hp.twPeak[s] = max(hp.twPeak[s], hp.twLive[s])
 	m.tw[s]++
 	m.twPeak[s] = max(m.twPeak[s], m.tw[s])
 	if !hp.twTimer[s] {
@@ -1000,17 +1052,24 @@ func (m *chainModel) enterTimeWait(h int, s side, port int32) {
 }
 
 // timeWaitEnd expires hop h's TIME_WAIT sockets on side s that are due,
-// freeing the client's ports, and queues one event for the next.
+// freeing the client's ports, and queues one event for the next. A
+// server's socket a new SYN took over is already gone.
 func (m *chainModel) timeWaitEnd(h int, s side) {
 	hp := &m.hops[h]
 	tw := &hp.twq[s]
 	for tw.len() > 0 && tw.peek().at+TimeWaitLen <= m.now {
 		e := tw.pop()
-		m.tw[s]--
-		if s == sideClient {
+		if s == sideServer {
+			if hp.srvTW[e.port] != e.serial {
+				continue
+			}
+			hp.srvTW[e.port] = 0
+		} else {
 			hp.free[e.port&1].push(e.port)
 			hp.ports--
 		}
+		hp.twLive[s]--
+		m.tw[s]--
 		if m.sink != nil {
 			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(e.port), By: s.String()}
 			m.sink(&m.ev)

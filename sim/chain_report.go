@@ -26,8 +26,18 @@ type HopSummary struct {
 	TimeWaitServer     int `json:"time_wait_server"`
 	TimeWaitClientPeak int `json:"time_wait_client_peak"`
 	TimeWaitServerPeak int `json:"time_wait_server_peak"`
-	OpenPeak           int `json:"open_peak"`
-	IdlePeak           int `json:"idle_peak"`
+	// TimeWaitClientEnd and TimeWaitServerEnd: those still held when the
+	// run ended (what netstat shows after the test).
+	TimeWaitClientEnd int `json:"time_wait_client_end"`
+	TimeWaitServerEnd int `json:"time_wait_server_end"`
+	// TimeWaitReused: client ports connect() took back from TIME_WAIT
+	// (tcp_tw_reuse, after 1 s); TimeWaitTakenOver: the server's TIME_WAIT
+	// sockets a new connection from the same client port took over (its
+	// SYN ends them). Both keep the counts below one per connection.
+	TimeWaitReused    int `json:"time_wait_reused"`
+	TimeWaitTakenOver int `json:"time_wait_taken_over"`
+	OpenPeak          int `json:"open_peak"`
+	IdlePeak          int `json:"idle_peak"`
 	// PortsInUsePeak: the client's local ports held at once (open
 	// connections and its TIME_WAIT sockets), from ip_local_port_range.
 	PortsInUsePeak int  `json:"ports_in_use_peak"`
@@ -67,7 +77,7 @@ func (m *chainModel) sample() {
 	connects, errs := 0, 0
 	for i := range m.hops {
 		hp := &m.hops[i]
-		x.Hops[i] = HopSample{Open: hp.open, Idle: hp.idle, TimeWait: hp.twq[sideClient].len(), ServerTimeWait: hp.twq[sideServer].len()}
+		x.Hops[i] = HopSample{Open: hp.open, Idle: hp.idle, TimeWait: hp.twLive[sideClient], ServerTimeWait: hp.twLive[sideServer]}
 		portsInUse = max(portsInUse, hp.ports)
 		connects += hp.connects
 		errs += hp.errors
@@ -111,6 +121,8 @@ func (m *chainModel) result() *Result {
 			ClosedByClient: hp.closedBy[sideClient], ClosedByServer: hp.closedBy[sideServer], Simultaneous: hp.both,
 			TimeWaitClient: hp.twEntered[sideClient], TimeWaitServer: hp.twEntered[sideServer],
 			TimeWaitClientPeak: hp.twPeak[sideClient], TimeWaitServerPeak: hp.twPeak[sideServer],
+			TimeWaitClientEnd: hp.twLive[sideClient], TimeWaitServerEnd: hp.twLive[sideServer],
+			TimeWaitReused: hp.twReused, TimeWaitTakenOver: hp.twTakenOver,
 			OpenPeak: hp.openPeak, IdlePeak: hp.idlePeak, PortsInUsePeak: hp.portsPeak,
 			PortErrors: hp.portErrors, Races: hp.races, Call: hp.call.Stat(),
 		}

@@ -320,3 +320,24 @@ func TestChainValidate(t *testing.T) {
 		t.Errorf("rtt: app %v, redis %v", a, r)
 	}
 }
+
+// TestChainTimeWaitTakenOver: when the server closes first, the client's
+// port is free at once; once connect() comes back to it, the new SYN takes
+// over the server's TIME_WAIT socket for that four-tuple. With 2000 ports,
+// the server never holds more than 2000, and no connect fails.
+func TestChainTimeWaitTakenOver(t *testing.T) {
+	s := stackScenario(t)
+	set(t, &s, "port_range", "40000-41999", "duration", "5s", "tier.app.server_closes_first", 1.0, "tier.app.simultaneous_close", 0.0,
+		"tier.app.reuse", "pool")
+	sum := runChainT(t, s, nil)
+	app := sum.Hop["app"]
+	if app.PortErrors != 0 || app.TimeWaitServer != app.Connects || app.TimeWaitClient != 0 {
+		t.Fatalf("app hop %+v", app)
+	}
+	if app.TimeWaitServerPeak > 2000 || app.TimeWaitServerEnd > 2000 || app.TimeWaitTakenOver != app.TimeWaitServer-app.TimeWaitServerEnd {
+		t.Errorf("server TIME_WAIT: %d entered, peak %d, %d at the end, %d taken over", app.TimeWaitServer, app.TimeWaitServerPeak, app.TimeWaitServerEnd, app.TimeWaitTakenOver)
+	}
+	if app.Connects < 3*2000 {
+		t.Errorf("only %d connections: the range did not wrap", app.Connects)
+	}
+}
