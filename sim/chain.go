@@ -30,7 +30,10 @@ import (
 //	                   exchange (see below)
 //	rtt                the round trip of the hop into it
 //
-// and as a client of the next tier: reuse (none, request, pool or process,
+// software = "nginx", "gunicorn", "flask" or "redis" sets the keys that
+// describe what that program does on its own (chain_software.go).
+//
+// As a client of the next tier it uses: reuse (none, request, pool or process,
 // upstream-keepalive), upstream_keepalive, pool_max, pool_max_idle,
 // pool_full, calls_per_request, client_conn_time, max_idle_age,
 // max_lifetime, retry_on_race. The load's users keep their connection to
@@ -52,6 +55,7 @@ import (
 // it, applied in order over the block's values.
 type TierSpec struct {
 	Name     string
+	Software string // the preset applied last (chain_software.go), if any
 	Settings []TierSetting
 }
 
@@ -138,6 +142,9 @@ func (s *Scenario) setTierKey(key string, value any) error {
 	if err != nil {
 		return err
 	}
+	if sub == "software" {
+		return s.setSoftware(key, i, value)
+	}
 	if blockOnlyKeys[sub] {
 		return paramErr(key, "%s describes the load or the machine: set it on the block, not on a tier", sub)
 	}
@@ -161,6 +168,9 @@ func (s *Scenario) getTierKey(key string) (string, bool) {
 	i, sub, err := s.tierIndex(key)
 	if err != nil {
 		return "", false
+	}
+	if sub == "software" {
+		return s.Tiers[i].Software, true
 	}
 	t := s.TierScenario(i)
 	return t.Get(sub)
