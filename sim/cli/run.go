@@ -267,11 +267,15 @@ func printLab(w io.Writer, l *lab.Lab, results []*lab.BlockResult, overridden bo
 			{"starttransfer_ms", func(s *sim.Summary) sim.Stat { return s.StartTransfer }},
 			{"total_ms", func(s *sim.Summary) sim.Stat { return s.Total }},
 		}
+		chain := any(func(s *sim.Summary) bool { return len(s.Chain) > 0 }) // no curl phases: hop rows instead
 		for _, p := range phases {
+			if chain && p.name != "total_ms" {
+				continue
+			}
 			row(p.name+" p50", func(s *sim.Summary) string { return num(p.get(s).P50) })
 		}
 		row("total_ms p90 / p99", func(s *sim.Summary) string { return num(s.Total.P90) + " / " + num(s.Total.P99) })
-		if any(func(s *sim.Summary) bool { return s.Connects > 0 && s.Reused > 0 }) {
+		if !chain && any(func(s *sim.Summary) bool { return s.Connects > 0 && s.Reused > 0 }) {
 			row("total_ms p50 new conn / reused", func(s *sim.Summary) string {
 				n, r := "-", "-"
 				if s.Connects > 0 {
