@@ -227,18 +227,8 @@ func MetricsOf(v *VariantResult) map[string]any {
 }
 
 var metricNames = func() map[string]bool {
-	names := map[string]bool{"error": true}
-	raw, _ := json.Marshal(sim.Summary{})
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	for k, v := range m {
-		names[k] = true
-		if sub, ok := v.(map[string]any); ok {
-			for s := range sub {
-				names[k+"."+s] = true
-			}
-		}
-	}
+	names := jsonNames(sim.Summary{})
+	names["error"] = true
 	return names
 }()
 
