@@ -29,15 +29,16 @@ import (
 //	                   where TIME_WAIT lands when a connection ends with its
 //	                   exchange (see below)
 //	rtt                the round trip of the hop into it
+//	server_jitter      server_time varies uniformly by this fraction
+//
+// As a client of the next tier it uses: reuse (none, request, pool or
+// process, upstream-keepalive), upstream_keepalive, pool_max,
+// pool_max_idle, pool_full, calls_per_request, client_conn_time,
+// max_idle_age, max_lifetime, retry_on_race. The load's users keep their
+// connection to the first tier when client_keepalive is set.
 //
 // software = "nginx", "gunicorn", "flask" or "redis" sets the keys that
 // describe what that program does on its own (chain_software.go).
-//
-// As a client of the next tier it uses: reuse (none, request, pool or process,
-// upstream-keepalive), upstream_keepalive, pool_max, pool_max_idle,
-// pool_full, calls_per_request, client_conn_time, max_idle_age,
-// max_lifetime, retry_on_race. The load's users keep their connection to
-// the first tier when client_keepalive is set.
 //
 // Who closes first. A connection that one side drops on its own (redis-py
 // freeing its client, nginx evicting its least recently used idle
