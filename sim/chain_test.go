@@ -341,3 +341,24 @@ func TestChainTimeWaitTakenOver(t *testing.T) {
 		t.Errorf("only %d connections: the range did not wrap", app.Connects)
 	}
 }
+
+// TestChainOpenLoad: arrivals at a fixed rate, each on its own connection
+// to the first tier (an open loop has no users to keep one).
+func TestChainOpenLoad(t *testing.T) {
+	s := stackScenario(t)
+	set(t, &s, "load", "open", "rate", 500, "duration", "2s")
+	sum := runChainT(t, s, nil)
+	if sum.Requests != 1000 || sum.FailedRequests != 0 {
+		t.Fatalf("%d requests, %d failed", sum.Requests, sum.FailedRequests)
+	}
+	if ng := sum.Hop["nginx"]; ng.Connects != 1000 || ng.Reused != 0 || ng.ClosedByClient != 1000 {
+		t.Errorf("hop into nginx %+v", ng)
+	}
+	// 500 a second is below the app's pace: no queue to speak of.
+	if q := sum.Tier["app"].Queue.P50; q > 0.5 {
+		t.Errorf("app queue p50 %.3f ms", q)
+	}
+	if got := sum.ThroughputRPS; math.Abs(got-500) > 5 {
+		t.Errorf("throughput %.1f", got)
+	}
+}
