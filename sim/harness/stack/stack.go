@@ -1,12 +1,5 @@
-// Package stack runs the source article's real stack on 127.0.0.1: a load
-// generator → nginx → a Python app (Flask, under gunicorn's threaded workers
-// or Flask's own development server) → redis-server, with Debian's
-// programs, and measures it per hop and per side: connections opened,
-// sockets by TCP state (TIME_WAIT on the connecting and on the accepting
-// end), CPU time per tier, throughput and latency.
-//
-// A run belongs in a private network namespace (see InNamespace), so that
-// the sockets it counts are its own.
+//go:build linux
+
 package stack
 
 import (

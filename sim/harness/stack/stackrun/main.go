@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command stackrun measures the real stack (package stack) for every
 // combination of the values given, each run in namespaces of its own, and
 // writes the results with the software versions and the machine as JSON.
