@@ -66,7 +66,11 @@ func ParseKind(s string) (Kind, bool) {
 // (every kind without a kinds tag) and the vocabulary type of its values.
 // Every key but kind and at_ms is left out of the compact form when zero.
 type Event struct {
-	Kind   Kind          `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Hop is the hop of a chain of tiers, from 1 (the load to the first
+	// tier); 0 for a single hop. A byte, kept beside Kind so the record does
+	// not grow (MaxTiers is 8).
+	Hop    uint8         `json:"hop,omitempty"`
 	At     time.Duration `json:"at_ms"`                                                 // run time of the event; for calls, when the call ended
 	Req    int           `json:"req,omitempty" kinds:"call,open,port_error,request"`    // web request number, from 1
 	Call   int           `json:"call,omitempty" kinds:"call,open,port_error"`           // call number within the request, from 1
@@ -140,6 +144,7 @@ func (e *Event) appendJSON(b []byte, compact bool) []byte {
 	b = appendInt(b, "call", e.Call)
 	b = appendInt(b, "worker", e.Worker)
 	b = appendInt(b, "conn", e.Conn)
+	b = appendInt(b, "hop", int(e.Hop))
 	switch e.Kind {
 	case KindCall:
 		b = flag(b, "new_conn", e.NewConn)

@@ -48,6 +48,13 @@ type Scenario struct {
 	UpstreamKeepalive int        `key:"upstream_keepalive" min:"1" max:"100000" help:"nginx 'keepalive N': idle connections cached per worker; the least recently used beyond N are closed"`
 	Closer            Side       `key:"closer" help:"side that closes first when a connection is not kept; that side holds TIME_WAIT"`
 
+	// Chained tiers (see chain.go): a block's [[tier]] tables.
+	Tiers             []TierSpec    `key:"-"`
+	ClientKeepalive   bool          `key:"client_keepalive" help:"tiers: each user of the load keeps its connection to the first tier (HTTP keep-alive); false: a new one per request, as siege's default connection = close"`
+	ClientConnTime    time.Duration `key:"client_conn_time" min:"0" max:"10s" help:"tiers: the calling worker's own work to open (and later close) each new connection to the next tier"`
+	ServerClosesFirst float64       `key:"server_closes_first" min:"0" max:"1" help:"tiers: of the connections that end with their exchange (not kept), the share whose TIME_WAIT lands on this, the accepting, tier: both ends close at once and the first FIN decides"`
+	SimultaneousClose float64       `key:"simultaneous_close" min:"0" max:"1" help:"tiers: of those connections, the share where the FINs cross and both ends hold a TIME_WAIT socket"`
+
 	// Network and protocols.
 	RTT                time.Duration `key:"rtt" min:"0" max:"10s" help:"round-trip time between client and server"`
 	DNS                time.Duration `key:"dns" min:"0" max:"10s" help:"time of one DNS lookup that misses the cache"`
@@ -134,6 +141,7 @@ func Default() Scenario {
 		PoolFull:           PoolFullWait,
 		UpstreamKeepalive:  32,
 		Closer:             SideClient,
+		ClientKeepalive:    true,
 		RTT:                20 * time.Millisecond,
 		DNS:                10 * time.Millisecond,
 		DNSCacheTimeout:    60 * time.Second,
@@ -212,6 +220,9 @@ func init() {
 	def := reflect.ValueOf(Default())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if f.Tag.Get("key") == "-" {
+			continue // set through its own keys (tier.NAME.KEY)
+		}
 		p := Param{Key: f.Tag.Get("key"), Help: f.Tag.Get("help"), Unit: f.Tag.Get("unit"), Fixed: f.Tag.Get("fixed") == "true", index: i}
 		switch {
 		case f.Type == durationType:
@@ -287,6 +298,9 @@ func Keys() []string {
 
 // Get returns the value of key formatted as Set accepts it.
 func (s *Scenario) Get(key string) (string, bool) {
+	if isTierKey(key) {
+		return s.getTierKey(key)
+	}
 	p, ok := paramByKey[key]
 	if !ok {
 		return "", false
@@ -342,6 +356,9 @@ func FormatDuration(d time.Duration) string {
 // int64, float64, bool, []any) or a plain string from a command line.
 // Durations need a unit ("30ms"); the error names the key and what it wants.
 func (s *Scenario) Set(key string, value any) error {
+	if isTierKey(key) {
+		return s.setTierKey(key, value)
+	}
 	p, ok := paramByKey[key]
 	if !ok {
 		return paramErr(key, "unknown key%s", suggest(key))
@@ -572,6 +589,11 @@ func (s *Scenario) Validate() error {
 		if p.Kind == "enum" && !slices.Contains(p.Enum, v.Field(p.index).String()) {
 			// Set checks the words; a Scenario built in Go may hold any.
 			return paramErr(p.Key, "want one of %s, got %q", strings.Join(p.Enum, ", "), v.Field(p.index).String())
+		}
+	}
+	if len(s.Tiers) > 0 {
+		if err := s.validateChain(); err != nil {
+			return err
 		}
 	}
 	if s.Requests == 0 && s.Duration == 0 {
