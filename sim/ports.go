@@ -240,7 +240,7 @@ func (m *model) allocPort() (int, bool) {
 			*seq = 0
 			m.twN[sideClient]--
 			// Always emitted: the summary counts it (time_wait_reused).
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: port, By: sideClient.String(), Reason: string(ReasonReused)}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: port, By: SideClient, Reason: ReasonReused}
 			m.emit(&m.ev)
 		}
 		return port, true

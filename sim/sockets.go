@@ -20,11 +20,14 @@ const (
 )
 
 // String is the side's name in events (Side).
-func (s side) String() string {
+func (s side) String() string { return string(s.word()) }
+
+// word is the side as events name it.
+func (s side) word() Side {
 	if s == sideServer {
-		return string(SideServer)
+		return SideServer
 	}
-	return string(SideClient)
+	return SideClient
 }
 
 type twEntry struct {
@@ -65,7 +68,7 @@ func (m *model) enterTimeWait(s side, at time.Duration, port int) {
 		m.schedule(tw.peek().at+TimeWaitLen, evTimeWaitEnd, 0, int32(s))
 	}
 	if m.socketEvents() {
-		m.ev = Event{Kind: KindTimeWait, At: at, LocalPort: port, By: s.String()}
+		m.ev = Event{Kind: KindTimeWait, At: at, LocalPort: port, By: s.word()}
 		m.emit(&m.ev)
 	}
 }
@@ -99,7 +102,7 @@ func (m *model) timeWaitEnd(_ int32, s int32) {
 			m.freePort(int(e.port))
 		}
 		if m.socketEvents() {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).String()}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).word()}
 			m.emit(&m.ev)
 		}
 	}
@@ -116,7 +119,7 @@ func (m *model) serverClose(ci int32, at time.Duration, reason CloseReason) {
 	c.srvClosed, c.srvClosedAt = true, at
 	c.gen++
 	if m.socketEvents() {
-		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: sideServer.String(), Reason: string(reason)}
+		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: SideServer, Reason: reason}
 		m.emit(&m.ev)
 	}
 }
@@ -142,7 +145,7 @@ func (m *model) closeConn(ci int32, first side, reason CloseReason) {
 	m.open--
 	if first == sideClient {
 		if m.socketEvents() {
-			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: sideClient.String(), Reason: string(reason)}
+			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: SideClient, Reason: reason}
 			m.emit(&m.ev)
 		}
 		m.enterTimeWait(sideClient, m.now, c.port)

@@ -24,6 +24,7 @@ type Block struct {
 	FenceLine int
 	Source    string
 	Base      []Setting // scenario keys shared by every variant
+	Tiers     []string  // the chain's tiers in order, from [[tier]] tables (none: one hop)
 	Variants  []*Variant
 	Expects   []*Expect
 }
@@ -102,6 +103,13 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 				x.Line = line + el - 1
 				b.Expects = append(b.Expects, x)
 			}
+		case "tier":
+			names, settings, rel, err := parseTiers(v, lines, line)
+			if err != nil {
+				return nil, fail(rel, "%v", err)
+			}
+			b.Tiers = names
+			b.Base = append(b.Base, settings...)
 		case "variant":
 			tables, ok := v.([]any)
 			if !ok {
@@ -129,6 +137,12 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 						} else {
 							vr.Label = s
 						}
+					case "tier":
+						sts, rel, err := variantTierSettings(tm[vk], lines, line, prefix)
+						if err != nil {
+							return nil, fail(rel, "variant %q: %v", tm["name"], err)
+						}
+						vr.Settings = append(vr.Settings, sts...)
 					default:
 						st, err := checkSetting(vk, tm[vk], line+vl-1)
 						if err != nil {
@@ -176,6 +190,9 @@ func bindExpects(blocks []*Block) error {
 // checkSetting applies one key to a default scenario to catch unknown keys
 // and bad values where they are written.
 func checkSetting(key string, v any, line int) (Setting, error) {
+	if strings.HasPrefix(key, "tier.") {
+		return checkTierSetting(key, v, line)
+	}
 	if _, ok := sim.LookupParam(key); !ok && blockKeys[key] {
 		return Setting{}, fmt.Errorf("%s belongs at the top of the block, not in a variant", key)
 	}
@@ -275,6 +292,11 @@ func tomlMsg(err error) string {
 // controls). It does not validate.
 func (b *Block) Scenario(v *Variant, overrides []Setting) (sim.Scenario, error) {
 	s := sim.Default()
+	for _, name := range b.Tiers {
+		if err := s.AddTier(name); err != nil {
+			return s, &Error{File: b.File, Line: b.Line, Block: b.ID, Msg: err.Error()}
+		}
+	}
 	for _, group := range [][]Setting{b.Base, v.Settings, overrides} {
 		for _, st := range group {
 			if err := s.Set(st.Key, st.Value); err != nil {
@@ -329,8 +351,19 @@ func ParseSetting(kv string) (Setting, error) {
 	if err := toml.Unmarshal([]byte("v = "+v), &doc); err == nil {
 		value = doc["v"]
 	}
-	if p, ok := sim.LookupParam(k); ok && (p.Kind == "enum" || p.Kind == "duration" || p.Kind == "ports") {
+	p, ok := sim.LookupParam(k)
+	if strings.HasPrefix(k, "tier.") {
+		p, ok = tierParam(k)
+	}
+	if ok && (p.Kind == "enum" || p.Kind == "duration" || p.Kind == "ports") {
 		value = v // "1.3" stays a string
+	}
+	if strings.HasPrefix(k, "tier.") {
+		st, err := checkTierSetting(k, value, 0)
+		if err != nil {
+			return Setting{}, fmt.Errorf("--set %v", err)
+		}
+		return st, nil
 	}
 	s := sim.Default()
 	if err := s.Set(k, value); err != nil {
