@@ -138,7 +138,6 @@ type model struct {
 	now  time.Duration
 	h    eventQueue
 	rng  *rand.Rand
-	seed uint64
 	sink func(*Event)
 	ev   Event
 	col  Collector
@@ -152,7 +151,7 @@ type model struct {
 	load
 	workers
 	pools
-	ports
+	ports ports // the client's local ports towards the server
 	sockets
 	srv server
 
@@ -171,7 +170,6 @@ func newModel(s Scenario, opt Options) *model {
 		crttHalf: s.ClientRTT / 2,
 		twReuse:  s.TWReuse == 1 || (s.TWReuse == 2 && s.Loopback),
 		stopAt:   -1,
-		seed:     opt.Seed,
 	}
 	m.policy = policyOf(s.Reuse)
 	for _, set := range s.ShareSets {
@@ -183,6 +181,7 @@ func newModel(s Scenario, opt Options) *model {
 	}
 	m.series.Interval = s.SeriesInterval
 	m.initWorkers()
+	m.ports.configure(s.PortRange, m.twReuse, opt.Seed)
 	return m
 }
 

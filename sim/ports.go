@@ -52,33 +52,54 @@ const portPage = 512
 //
 // State: one bit a port, per parity, set while the port cannot be taken
 // (open, or in a TIME_WAIT that cannot be taken over yet), with a summary
-// bit a word so that a search over a nearly full range stays short; the
-// TIME_WAIT sockets live in sockets.tw. Nothing is allocated until the first
-// connect, and per-port TIME_WAIT numbers (kept only with tcp_tw_reuse) a
-// page at a time, so a run of a few connections stays cheap.
+// bit a word so that a search over a nearly full range stays short; a queue
+// of the TIME_WAIT sockets younger than a second, and each TIME_WAIT
+// socket's number by port, to tell one taken over from one still there
+// (with tcp_tw_reuse only). Nothing is allocated until the first connect,
+// the numbers a page of ports at a time, so a run of a few connections
+// stays cheap. Each engine keeps its own TIME_WAIT queue for expiry and
+// tells the search when a socket enters and leaves TIME_WAIT.
 type ports struct {
-	portsReady bool
-	lo         int           // low end of ip_local_port_range
-	remaining  int           // the kernel's remaining: the range's size, rounded down to even
-	half       [2]int        // ports of each parity class tried
-	busy       [2][]uint64   // per class, bit k: port lo + 2k + class cannot be taken
-	some       [2][]uint64   // per class, bit i: busy word i has a port that can be taken
-	avail      [2]int        // ports of each class that can be taken
-	start      int           // where the next search starts, an even offset from lo
-	shuffleAt  time.Duration // when the kernel's next 10 s period begins
-	portRNG    rand.PCG
-	rbits      uint64 // unused random bits, three at a time
-	rbitsLeft  int
-	matured    int                 // client TIME_WAIT entries, from the oldest, already old enough to take over
-	twSeq      []*[portPage]uint32 // per port: the sequence number of its TIME_WAIT entry, 0 if none
+	// Set by configure; nothing is allocated until the first connect.
+	prange   PortRange
+	twReuse  bool
+	seed     uint64
+	ready    bool
+	nextSeqN uint32 // TIME_WAIT sockets numbered so far (with tcp_tw_reuse)
+
+	lo        int           // low end of ip_local_port_range
+	remaining int           // the kernel's remaining: the range's size, rounded down to even
+	half      [2]int        // ports of each parity class tried
+	busy      [2][]uint64   // per class, bit k: port lo + 2k + class cannot be taken
+	some      [2][]uint64   // per class, bit i: busy word i has a port that can be taken
+	avail     [2]int        // ports of each class that can be taken
+	start     int           // where the next search starts, an even offset from lo
+	shuffleAt time.Duration // when the kernel's next 10 s period begins
+	portRNG   rand.PCG
+	rbits     uint64 // unused random bits, three at a time
+	rbitsLeft int
+	young     ring[portTW]        // TIME_WAIT sockets not yet old enough to take over, oldest first
+	twSeq     []*[portPage]uint32 // per port: the number of its TIME_WAIT socket, 0 if none
 }
 
-// initPorts sets up the port space on the first connect.
-func (m *model) initPorts() {
-	p := &m.ports
-	p.portsReady = true
-	p.lo = m.s.PortRange.Lo
-	size := m.s.PortRange.Size()
+// portTW is a client socket in TIME_WAIT as the port search knows it.
+type portTW struct {
+	at   time.Duration // entered TIME_WAIT
+	port int32
+	seq  uint32
+}
+
+// configure says which range to search and whether tcp_tw_reuse applies;
+// seed seeds the search's own random draws.
+func (p *ports) configure(r PortRange, twReuse bool, seed uint64) {
+	*p = ports{prange: r, twReuse: twReuse, seed: seed}
+}
+
+// setup allocates the port space, on the first connect at time now.
+func (p *ports) setup(now time.Duration) {
+	p.ready = true
+	p.lo = p.prange.Lo
+	size := p.prange.Size()
 	p.remaining = size
 	if size > 1 {
 		p.remaining &^= 1
@@ -98,11 +119,13 @@ func (m *model) initPorts() {
 		}
 		p.busy[c], p.some[c], p.avail[c] = w, some, n
 	}
-	p.twSeq = make([]*[portPage]uint32, (size+portPage-1)/portPage)
-	p.portRNG.Seed(m.seed^0x5851f42d4c957f2d, m.seed+0x14057b7ef767814f)
+	if p.twReuse {
+		p.twSeq = make([]*[portPage]uint32, (size+portPage-1)/portPage)
+	}
+	p.portRNG.Seed(p.seed^0x5851f42d4c957f2d, p.seed+0x14057b7ef767814f)
 	// The kernel's periods count jiffies since boot: the run begins at a
 	// random point of one.
-	p.shuffleAt = m.now + 1 + time.Duration(p.randBelow(uint64(PortShufflePeriod)))
+	p.shuffleAt = now + 1 + time.Duration(p.randBelow(uint64(PortShufflePeriod)))
 	p.shuffle()
 }
 
@@ -139,6 +162,13 @@ func (p *ports) seqOf(port int) *uint32 {
 		p.twSeq[j/portPage] = pg
 	}
 	return &pg[j%portPage]
+}
+
+// isBusy reports whether port cannot be taken.
+func (p *ports) isBusy(port int) bool {
+	j := uint(port - p.lo)
+	c, k := j&1, j>>1
+	return p.busy[c][k>>6]&(1<<(k&63)) != 0
 }
 
 // take marks a port that could be taken as one that cannot.
@@ -197,21 +227,18 @@ func (p *ports) next(c, k0 int) int {
 	panic("sim: no free port in a class that counts one")
 }
 
-// freePort gives a client port back: its socket is gone.
-func (m *model) freePort(port int) { m.ports.release(port) }
-
-// allocPort finds a local port for connect(), or reports EADDRNOTAVAIL: the
-// search of __inet_hash_connect (see ports).
-func (m *model) allocPort() (int, bool) {
-	p := &m.ports
-	if !p.portsReady {
-		m.initPorts()
+// connect finds a local port for connect() at time now, the search of
+// __inet_hash_connect (see ports): ok is false for EADDRNOTAVAIL, and
+// tookOver says the port's TIME_WAIT socket was taken over.
+func (p *ports) connect(now time.Duration) (port int, tookOver, ok bool) {
+	if !p.ready {
+		p.setup(now)
 	}
-	if m.twReuse {
-		m.matureTimeWait()
+	if p.twReuse {
+		p.mature(now)
 	}
-	if m.now >= p.shuffleAt {
-		p.shuffleAt += PortShufflePeriod * (1 + (m.now-p.shuffleAt)/PortShufflePeriod)
+	if now >= p.shuffleAt {
+		p.shuffleAt += PortShufflePeriod * (1 + (now-p.shuffleAt)/PortShufflePeriod)
 		p.shuffle()
 	}
 	for c := 0; c < 2; c++ {
@@ -229,40 +256,77 @@ func (m *model) allocPort() (int, bool) {
 		for p.start >= p.remaining {
 			p.start -= p.remaining
 		}
-		port := p.lo + 2*k + c
+		port = p.lo + 2*k + c
 		p.take(port)
-		if !m.twReuse {
-			return port, true // a TIME_WAIT port is never free to take
+		if !p.twReuse {
+			return port, false, true // a TIME_WAIT port is never free to take
 		}
 		if seq := p.seqOf(port); *seq != 0 {
 			// check_established found the port's TIME_WAIT socket old
 			// enough: tcp_twsk_unique lets connect() take it over.
 			*seq = 0
-			m.twN[sideClient]--
-			// Always emitted: the summary counts it (time_wait_reused).
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: port, By: SideClient, Reason: ReasonReused}
-			m.emit(&m.ev)
+			return port, true, true
 		}
-		return port, true
+		return port, false, true
 	}
-	return 0, false
+	return 0, false, false
 }
 
-// matureTimeWait makes the client's TIME_WAIT ports that entered TIME_WAIT
-// more than TWReuseDelay ago ones the search may take over
-// (tcp_twsk_unique: time_after32(tcp_clock_ms(), tw_entry_stamp +
-// tcp_tw_reuse_delay)). Entries are in order of entry, so a cursor does.
-func (m *model) matureTimeWait() {
-	tw := &m.tw[sideClient]
-	p := &m.ports
-	for p.matured < tw.len() {
-		e := tw.at(p.matured)
-		if m.now-e.at <= TWReuseDelay {
+// mature makes the TIME_WAIT ports whose sockets entered TIME_WAIT more
+// than TWReuseDelay ago ones the search may take over (tcp_twsk_unique:
+// time_after32(tcp_clock_ms(), tw_entry_stamp + tcp_tw_reuse_delay)).
+func (p *ports) mature(now time.Duration) {
+	for p.young.len() > 0 {
+		e := p.young.peek()
+		if now-e.at <= TWReuseDelay {
 			return
 		}
+		p.young.pop()
 		if *p.seqOf(int(e.port)) == e.seq {
 			p.release(int(e.port))
 		}
-		p.matured++
 	}
+}
+
+// free gives a port back: its socket is gone (the server closed first).
+func (p *ports) free(port int) { p.release(port) }
+
+// enterTimeWait records that the client's socket on port entered TIME_WAIT
+// at time at; the port stays taken. It returns the socket's number, which
+// leaveTimeWait and holdsTimeWait need (0 without tcp_tw_reuse: nothing is
+// ever taken over then).
+func (p *ports) enterTimeWait(port int, at time.Duration) uint32 {
+	if !p.twReuse {
+		return 0
+	}
+	return p.number(port, at)
+}
+
+// number numbers the TIME_WAIT socket on port and queues it to become one
+// the search may take over.
+func (p *ports) number(port int, at time.Duration) uint32 {
+	if p.nextSeqN++; p.nextSeqN == 0 {
+		p.nextSeqN = 1 // 0 marks a port without one; a socket lives 60 s, far less than a wrap
+	}
+	*p.seqOf(port) = p.nextSeqN
+	p.young.push(portTW{at: at, port: int32(port), seq: p.nextSeqN})
+	return p.nextSeqN
+}
+
+// holdsTimeWait reports whether TIME_WAIT socket seq still holds port, or
+// was taken over by a connect().
+func (p *ports) holdsTimeWait(port int, seq uint32) bool {
+	return seq == 0 || *p.seqOf(port) == seq
+}
+
+// leaveTimeWait ends TIME_WAIT socket seq, which still holds port: the
+// port is free.
+func (p *ports) leaveTimeWait(port int, seq uint32) {
+	if seq != 0 {
+		*p.seqOf(port) = 0
+		if !p.isBusy(port) {
+			return // already free to take over
+		}
+	}
+	p.release(port)
 }

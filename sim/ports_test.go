@@ -124,7 +124,7 @@ func TestPortWalkReshuffle(t *testing.T) {
 					at = append(at, now)
 				}
 			}
-			w.m.freePort(p) // the server closes first: the port is free again
+			w.m.ports.free(p) // the server closes first: the port is free again
 			last = p
 		}
 		return at
@@ -212,8 +212,8 @@ func TestPortWalkTakeover(t *testing.T) {
 		w = newWalker(t, PortRange{40000, 40063}, reuse, 1)
 		p := w.connect(0)
 		w.close(0, p)
-		w.m.shuffleAt = time.Hour
-		w.m.start = p - 40000
+		w.m.ports.shuffleAt = time.Hour
+		w.m.ports.start = p - 40000
 		want, reused := p, 1
 		if !reuse {
 			want, reused = 40000+(p-40000+2)%64, 0

@@ -33,7 +33,7 @@ func (s side) word() Side {
 type twEntry struct {
 	at   time.Duration // entered TIME_WAIT
 	port int32         // client side only
-	seq  uint32        // with tcp_tw_reuse, client side: matches the port's number while the socket is there; else 0
+	seq  uint32        // client side: its number in the port search (ports.enterTimeWait)
 }
 
 // sockets counts what the timeline and the summary show: open sockets and
@@ -47,18 +47,25 @@ type sockets struct {
 	twN            [2]int // sockets in TIME_WAIT now
 	twPeak         [2]int
 	twTimer        [2]bool // an expiry event is queued for the side's oldest entry
-	twSeqs         uint32  // client TIME_WAIT entries so far
+}
+
+// allocPort finds a local port for connect(), or reports EADDRNOTAVAIL.
+func (m *model) allocPort() (int, bool) {
+	port, tookOver, ok := m.ports.connect(m.now)
+	if tookOver {
+		m.twN[sideClient]--
+		// Always emitted: the summary counts it (time_wait_reused).
+		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: port, By: SideClient, Reason: ReasonReused}
+		m.emit(&m.ev)
+	}
+	return port, ok
 }
 
 func (m *model) enterTimeWait(s side, at time.Duration, port int) {
 	tw := &m.tw[s]
 	e := twEntry{at: at, port: int32(port)}
-	if s == sideClient && m.twReuse {
-		if m.twSeqs++; m.twSeqs == 0 {
-			m.twSeqs = 1 // 0 marks a port without one; an entry lives 60 s, far less than a wrap
-		}
-		e.seq = m.twSeqs
-		*m.ports.seqOf(port) = e.seq
+	if s == sideClient {
+		e.seq = m.ports.enterTimeWait(port, at)
 	}
 	tw.push(e)
 	m.twN[s]++
@@ -74,32 +81,24 @@ func (m *model) enterTimeWait(s side, at time.Duration, port int) {
 }
 
 // timeWaitEnd expires the TIME_WAIT sockets of side s that are due, drops
-// the entries of sockets already taken over, and queues one event for the
+// the entries of sockets connect() took over, and queues one event for the
 // next oldest: the queue is in order of entry, so one timer per side is
 // enough.
 func (m *model) timeWaitEnd(_ int32, s int32) {
 	tw := &m.tw[s]
 	for tw.len() > 0 {
 		e := tw.peek()
-		live := e.seq == 0 || *m.ports.seqOf(int(e.port)) == e.seq
+		live := side(s) == sideServer || m.ports.holdsTimeWait(int(e.port), e.seq)
 		if live && e.at+TimeWaitLen > m.now {
 			break
 		}
 		tw.pop()
-		matured := false
-		if side(s) == sideClient && m.ports.matured > 0 {
-			m.ports.matured--
-			matured = true
-		}
 		if !live {
 			continue // taken over by connect()
 		}
 		m.twN[s]--
-		if e.seq != 0 {
-			*m.ports.seqOf(int(e.port)) = 0
-		}
-		if side(s) == sideClient && !matured {
-			m.freePort(int(e.port))
+		if side(s) == sideClient {
+			m.ports.leaveTimeWait(int(e.port), e.seq)
 		}
 		if m.socketEvents() {
 			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).word()}
@@ -150,7 +149,7 @@ func (m *model) closeConn(ci int32, first side, reason CloseReason) {
 		}
 		m.enterTimeWait(sideClient, m.now, c.port)
 	} else {
-		m.freePort(c.port)
+		m.ports.free(c.port)
 	}
 	ow := &m.owners[c.owner]
 	ow.open--

@@ -134,6 +134,3 @@ func (q *ring[T]) pop() T {
 }
 
 func (q *ring[T]) peek() T { return q.buf[q.head] }
-
-// at is the i-th element from the front.
-func (q *ring[T]) at(i int) *T { return &q.buf[(q.head+i)%len(q.buf)] }
