@@ -367,3 +367,22 @@ func TestChainOpenLoad(t *testing.T) {
 		t.Errorf("throughput %.1f", got)
 	}
 }
+
+// TestChainTimeWaitReused: each hop searches its ports as connect() does
+// (ports.go). With tcp_tw_reuse on loopback the app's search laps the
+// range within seconds and takes over its own TIME_WAIT sockets to Redis
+// where it lands on them; every socket that entered TIME_WAIT is still
+// there or was taken over (nothing expires in 15 s). With 0, none is.
+func TestChainTimeWaitReused(t *testing.T) {
+	for _, reuse := range []int{2, 0} {
+		s := stackScenario(t)
+		set(t, &s, "tw_reuse", reuse, "duration", "15s")
+		rd := runChainT(t, s, nil).Hop["redis"]
+		if rd.PortErrors != 0 || rd.TimeWaitClientPeak+rd.TimeWaitReused != rd.TimeWaitClient {
+			t.Errorf("tw_reuse %d: redis hop: peak %d + taken over %d != %d entered, %d port errors", reuse, rd.TimeWaitClientPeak, rd.TimeWaitReused, rd.TimeWaitClient, rd.PortErrors)
+		}
+		if (reuse == 2) != (rd.TimeWaitReused > 0) {
+			t.Errorf("tw_reuse %d: %d TIME_WAIT sockets taken over", reuse, rd.TimeWaitReused)
+		}
+	}
+}
