@@ -71,6 +71,9 @@ var setups = map[string]setup{
 		run:      (*labProc).runPHP,
 		adjust:   curlTimers,
 		compress: PHPCompress,
+		// Its handshakes are native OpenSSL's against the Go upstream: the
+		// lab process's measured Go handshake (Go's signing, the server's
+		// part, is most of it) is closer than OpenSSL's speed on both ends.
 	},
 }
 
@@ -105,6 +108,16 @@ func curlTimers(s *sim.Scenario) []string {
 	if s.MaxLifetime != 0 {
 		notes = append(notes, fmt.Sprintf("max_lifetime %s→0s (libcurl before 8.17 keeps a connection for any time)", sim.FormatDuration(s.MaxLifetime)))
 		s.MaxLifetime = 0
+	}
+	// libcurl has not resumed a TLS 1.2 session with this upstream in any
+	// try (curl 7.88.1's command line, PHP 8.2 with it, PHP 8.5 with
+	// 7.69.1: a new connection after a closed one makes a full handshake,
+	// no "SSL re-using session ID"), though openssl s_client resumes there
+	// and curl resumes with openssl s_server. The cause is not found; the
+	// run is made of what happens.
+	if s.TLSResume && s.TLS == "1.2" {
+		notes = append(notes, "tls_resume true→false: libcurl makes a full TLS 1.2 handshake on every new connection to this upstream")
+		s.TLSResume = false
 	}
 	if len(notes) == 0 {
 		return nil

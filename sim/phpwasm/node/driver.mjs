@@ -119,10 +119,11 @@ const scheme = s.TLS === 'none' ? 'http' : 'https';
 const url = `${scheme}://${apiHost}:${upPort}/v1/geocode`;
 const worker = cfg.worker || 1;
 // curl's DNS cache timeout and maximum idle age, from the (scaled)
-// scenario, in the whole seconds curl takes (at least 1: 0 would turn the
-// DNS cache off). The ready line says what curl got, so the model can be
-// given the same.
-const wholeSeconds = (ns) => (ns === undefined ? undefined : Math.max(1, Math.round(ns / 1e9)));
+// scenario, in the whole seconds curl takes (at least 1 where the
+// scenario has a timer). The ready line says what curl got, so the model
+// can be given the same. 0 means what it means in the model: no DNS cache
+// (curl's 0 too), no idle limit (curl is given the longest it takes).
+const wholeSeconds = (ns) => (!ns ? 0 : Math.max(1, Math.round(ns / 1e9)));
 const curlTimers = { dns_cache_timeout: wholeSeconds(s.DNSCacheTimeout), maxage_conn: wholeSeconds(s.MaxIdleAge) };
 const holdMs = (s.DNS || 0) / 1e6; // the DNS server answers at once; the wait is here (as the Go worker's resolver.hold)
 // php.connect_delay (ns): each connection is reported connected this long
@@ -570,8 +571,8 @@ function requestEnv(req) {
     CONNLAB_SHARE_SET: JSON.stringify(set),
   };
   if (NATIVE) env.CONNLAB_RESOLVE = `${apiHost}:${upPort}:${upHost}`;
-  if (curlTimers.dns_cache_timeout) env.CONNLAB_DNS_CACHE_TIMEOUT = String(curlTimers.dns_cache_timeout);
-  if (curlTimers.maxage_conn) env.CONNLAB_MAXAGE_CONN = String(curlTimers.maxage_conn);
+  env.CONNLAB_DNS_CACHE_TIMEOUT = String(curlTimers.dns_cache_timeout);
+  env.CONNLAB_MAXAGE_CONN = String(curlTimers.maxage_conn || 2147483647);
   return env;
 }
 
