@@ -86,9 +86,11 @@ vet:
 # The soak test (sim/soak: 1,000 model runs and 100 real validations
 # through one sim serve) runs there too, after them (-p 1), gated by
 # CONNLAB_SOAK=1.
-REALPKG := ./sim/harness/... ./sim/soak
+# The PHP lab's real runs (sim/phpwasm, and the whole lab validated on PHP
+# 8.5 by sim/harness's TestPHPLab) are real-server tests too.
+REALPKG := ./sim/harness/... ./sim/phpwasm ./sim/soak
 test: vet php
-	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/sim/harness' -e '/sim/soak$$')
+	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/sim/harness' -e '/sim/phpwasm$$' -e '/sim/soak$$')
 	CONNLAB_SOAK=1 $(GO) test -race -count=1 -timeout 20m -p 1 $(REALPKG)
 
 # BenchmarkLabBlocks and BenchmarkLabVariants (sim/lab) show the time per

@@ -717,3 +717,47 @@ func ExampleRun() {
 	// num_connects: [1 0 0 0 0 0 0 0 0 0]
 	// median ms: 14
 }
+
+// TestClientCPU: client_cpu delays every call's request, client_read_cpu
+// its end after the first byte, on new connections and kept ones alike;
+// connect_cpu delays a new connection's connect (and what follows it).
+func TestClientCPU(t *testing.T) {
+	s := Default()
+	s.Requests, s.Reuse = 4, ReuseProcess
+	_, base := run(t, s)
+	const send, read, conn = 3 * time.Millisecond, 5 * time.Millisecond, 7 * time.Millisecond
+	s.ClientCPU, s.ClientReadCPU, s.ConnectCPU = send, read, conn
+	_, slow := run(t, s)
+	bc, sc := calls(base), calls(slow)
+	if len(bc) != 4 || len(sc) != 4 {
+		t.Fatalf("calls: %d and %d, want 4", len(bc), len(sc))
+	}
+	for i := range bc {
+		b, c := bc[i], sc[i]
+		opening := time.Duration(0)
+		if b.NewConn {
+			opening = conn
+		}
+		if c.NewConn != b.NewConn || c.NameLookup != b.NameLookup {
+			t.Errorf("call %d: %+v vs %+v", i+1, b, c)
+		}
+		for _, d := range []struct {
+			name      string
+			was, is   time.Duration
+			want      time.Duration
+			onNewOnly bool
+		}{
+			{"connect", b.Connect, c.Connect, opening, true},
+			{"appconnect", b.AppConnect, c.AppConnect, opening, true},
+			{"starttransfer", b.StartTransfer, c.StartTransfer, opening + send, false},
+			{"total", b.Total, c.Total, opening + send + read, false},
+		} {
+			if d.onNewOnly && !b.NewConn {
+				d.want = 0
+			}
+			if d.is-d.was != d.want {
+				t.Errorf("call %d (new %v): %s %v→%v, want +%v", i+1, b.NewConn, d.name, d.was, d.is, d.want)
+			}
+		}
+	}
+}

@@ -55,8 +55,8 @@ func (m *model) acquire(ri int32) {
 }
 
 // openConn opens a new connection for request ri's call, starting at t0:
-// DNS lookup (unless cached), a local port, the TCP handshake (1 RTT), and
-// the TLS handshake.
+// DNS lookup (unless cached), a local port, the TCP handshake (1 RTT and
+// the client's connect_cpu), and the TLS handshake.
 func (m *model) openConn(ri, o int32, t0 time.Duration) {
 	r := &m.reqs[ri]
 	nl := m.lookup(m.ownerFor(ri, ShareDNS), t0)
@@ -74,7 +74,7 @@ func (m *model) openConn(ri, o int32, t0 time.Duration) {
 		m.ev = Event{Kind: KindOpen, At: tConnect, Req: r.id, Call: r.call, Worker: int(r.worker) + 1, Conn: m.conns[ci].id, LocalPort: port}
 		m.emit(&m.ev)
 	}
-	ready := tConnect + m.s.RTT
+	ready := tConnect + m.s.RTT + m.s.ConnectCPU
 	r.connect = ready - r.callStart
 	if m.s.TLS != TLSNone {
 		tlsO := m.ownerFor(ri, ShareSSLSession)
@@ -94,10 +94,11 @@ func (m *model) useConn(ri, ci int32) {
 	m.sendOn(ri, ci, m.now, 0)
 }
 
-// sendOn sends the call's request on ci at time ready. It reaches the
-// server half a round trip later; extra is server work beyond ServerTime
-// (accepting a new connection).
+// sendOn sends the call's request on ci at time ready, once the client has
+// spent client_cpu on it. It reaches the server half a round trip later;
+// extra is server work beyond ServerTime (accepting a new connection).
 func (m *model) sendOn(ri, ci int32, ready, extra time.Duration) {
+	ready += m.s.ClientCPU // the client's own work before the request leaves
 	r := &m.reqs[ri]
 	r.conn = ci
 	r.ready = ready
@@ -134,7 +135,8 @@ func (m *model) serverDone(ri int32) {
 
 // respond: the server finished the call's request at srvDone. The first
 // byte reaches the client half a round trip later; slow start adds a round
-// trip for every further window the response needs.
+// trip for every further window the response needs, and the client spends
+// client_read_cpu on the rest.
 func (m *model) respond(ri int32, srvDone time.Duration) {
 	r := &m.reqs[ri]
 	c := &m.conns[r.conn]
@@ -147,7 +149,7 @@ func (m *model) respond(ri int32, srvDone time.Duration) {
 	extra := time.Duration(rounds-1) * m.s.RTT
 	c.srvIdleAt = srvDone + extra // the server's idle timer starts after the last byte
 	r.srvDone = srvDone
-	m.schedule(srvDone+m.half+extra, evCallDone, ri, 0)
+	m.schedule(srvDone+m.half+extra+m.s.ClientReadCPU, evCallDone, ri, 0) // the client reads it all
 }
 
 // failCall ends request ri's call with an error at time at.

@@ -65,6 +65,9 @@ type Scenario struct {
 	EarlyData          bool          `key:"early_data" help:"TLS 1.3 0-RTT: send the request with a resumed handshake"`
 	Cert               Cert          `key:"cert" help:"server certificate key: decides handshake CPU time"`
 	HandshakeCPU       time.Duration `key:"handshake_cpu" min:"0" max:"1s" help:"client and server CPU of a full TLS handshake (0: OpenSSL's speed for the cert, 0.85 ms for RSA-2048, 0.208 ms for P-256)"`
+	ConnectCPU         time.Duration `key:"connect_cpu" min:"0" max:"1s" help:"CPU the client spends opening a TCP connection besides its round trip (socket, connect, noticing it is up): 0 for native curl; a real run measures it for PHP 8.5 in WebAssembly (1-2 ms)"`
+	ClientCPU          time.Duration `key:"client_cpu" min:"0" max:"1s" help:"CPU the client spends on every call before its request leaves (building it, encrypting it), besides the handshake: 0 for native curl; a real run measures it for PHP 8.5 in WebAssembly (about 1 ms)"`
+	ClientReadCPU      time.Duration `key:"client_read_cpu" min:"0" max:"1s" help:"CPU the client spends on every call after the answer's first byte (decrypting and reading the rest): 0 for native curl; a real run measures it for PHP 8.5 in WebAssembly"`
 	ResponseBytes      int           `key:"response_bytes" min:"0" max:"1000000000" unit:"B" help:"response size; beyond the initial window, slow start adds round trips"`
 	MSS                int           `key:"mss" min:"536" max:"65535" unit:"B" help:"TCP maximum segment size"`
 	InitCwnd           int           `key:"init_cwnd" min:"1" max:"1000" unit:"segments" help:"initial congestion window (Linux: 10)"`
@@ -93,7 +96,7 @@ type Scenario struct {
 	SeriesInterval time.Duration `key:"series_interval" min:"1ms" max:"1h" help:"sampling interval of the time series"`
 
 	// Real runs.
-	Setup Setup `key:"setup" fixed:"true" help:"what a real run (sim validate, Run real) runs the block on; the model ignores it. http: worker processes with curl-like clients → an HTTPS/HTTP upstream; redis: worker processes with go-redis → Redis; proxy: a load generator → a reverse proxy (Go, or nginx) → the upstream; auto: proxy when a variant uses reuse = \"upstream-keepalive\", else http"`
+	Setup Setup `key:"setup" fixed:"true" help:"what a real run (sim validate, Run real) runs the block on; the model ignores it. http: worker processes with curl-like clients → an HTTPS/HTTP upstream; redis: worker processes with go-redis → Redis; proxy: a load generator → a reverse proxy (Go, or nginx) → the upstream; php: the lab's PHP scripts on PHP 8.5 in WebAssembly (Node.js), one runtime per worker process; php-native: the same scripts on the php on PATH, one php -S per worker; auto: proxy when a variant uses reuse = \"upstream-keepalive\", else http"`
 }
 
 // PortRange is an inclusive range of local ports.
@@ -648,12 +651,18 @@ const (
 
 // ShareMask folds a set of CURL_LOCK_DATA_* names ("dns" or
 // "CURL_LOCK_DATA_DNS", any case) into its bitmask, with PHP 8.5's errors.
+// Another constant's name (CURLOPT_URL) is the ValueError PHP throws for an
+// int that is no CURL_LOCK_DATA_* value; a PHP string literal ('connect',
+// quoted) is the TypeError for an element that is not an int.
 func ShareMask(set []string) (uint8, *ShareError) {
 	if len(set) == 0 {
 		return 0, &ShareError{Msg: string(ErrorShareEmpty)}
 	}
 	var m uint8
 	for _, name := range set {
+		if n := strings.TrimSpace(name); len(n) >= 2 && n[0] == '\'' && n[len(n)-1] == '\'' {
+			return 0, &ShareError{Msg: string(ErrorShareType) + ", string given"}
+		}
 		switch strings.TrimPrefix(strings.ToLower(strings.TrimSpace(name)), "curl_lock_data_") {
 		case "dns":
 			m |= ShareDNS
@@ -666,7 +675,7 @@ func ShareMask(set []string) (uint8, *ShareError) {
 		case "cookie":
 			return 0, &ShareError{Cookie: true, Msg: string(ErrorShareCookie)}
 		default:
-			return 0, &ShareError{Msg: fmt.Sprintf("%s, got %q", ErrorShareOption, name)}
+			return 0, &ShareError{Msg: string(ErrorShareOption)}
 		}
 	}
 	return m, nil

@@ -188,7 +188,7 @@ func TestModelEventsFollowTheSchema(t *testing.T) {
 	// a variant before it runs; the rest are the real run's own.
 	notWritten := []string{string(ReasonDead), string(ReasonReset), string(ReasonEndOfCall),
 		string(ReasonClosed), string(ReasonShutdown), string(ReasonWarmUp),
-		string(ErrorShareEmpty), string(ErrorShareCookie), string(ErrorShareOption)}
+		string(ErrorShareEmpty), string(ErrorShareCookie), string(ErrorShareOption), string(ErrorShareType)}
 	for _, typ := range []string{"Side", "CloseReason", "Handshake", "ErrorKind"} {
 		for _, v := range Enums()[typ] {
 			if seen[v] == slices.Contains(notWritten, v) {

@@ -98,6 +98,13 @@ const (
 	SetupHTTP  Setup = "http"  // worker processes with curl-like clients → an HTTPS/HTTP upstream
 	SetupRedis Setup = "redis" // worker processes with go-redis → Redis
 	SetupProxy Setup = "proxy" // a load generator → a reverse proxy (Go, or nginx) → the upstream
+	// SetupPHP: the lab's own PHP scripts on PHP 8.5 in WebAssembly, one
+	// runtime per worker process (the http setup's Go workers stand in when
+	// Node.js or the package is not installed).
+	SetupPHP Setup = "php"
+	// SetupPHPNative: the same scripts on the php on PATH (Debian's PHP
+	// 8.2: the "before 8.5" row), one php -S process per worker.
+	SetupPHPNative Setup = "php-native"
 )
 
 // Handshake is the TLS handshake a new connection did (Event.Handshake;
@@ -164,12 +171,14 @@ const (
 	ErrorPoolFull   ErrorKind = "ConnectionError: the pool is at pool_max connections"
 	ErrorCallFailed ErrorKind = "a call failed" // a request's error: one of its calls failed
 
-	// PHP 8.5's ValueErrors for a bad argument of
-	// curl_share_init_persistent(): the variant is rejected before any
-	// traffic. ErrorShareOption is followed by ", got" and the option.
+	// PHP 8.5's errors for a bad argument of curl_share_init_persistent(),
+	// word for word as PHP 8.5.10 throws them: the variant is rejected
+	// before any traffic. ErrorShareType is followed by the type given
+	// ("string given").
 	ErrorShareEmpty  ErrorKind = "ValueError: " + shareFn + " must not be empty"
 	ErrorShareCookie ErrorKind = "ValueError: " + shareFn + " must not contain CURL_LOCK_DATA_COOKIE because sharing cookies across PHP requests is unsafe"
 	ErrorShareOption ErrorKind = "ValueError: " + shareFn + " must contain only CURL_LOCK_DATA_* constants"
+	ErrorShareType   ErrorKind = "TypeError: " + shareFn + " must contain only int values"
 )
 
 const shareFn = "curl_share_init_persistent(): Argument #1 ($share_options)"
@@ -197,13 +206,13 @@ var (
 	sides        = []Side{SideClient, SideServer}
 	tlsVersions  = []TLSVersion{TLSNone, TLS12, TLS13}
 	certs        = []Cert{CertRSA2048, CertECDSAP256}
-	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy}
+	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy, SetupPHP, SetupPHPNative}
 	handshakes   = []Handshake{HandshakeFull, HandshakeResumed, Handshake0RTT}
 	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonEndOfExchange, ReasonSimultaneous,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,
 		ReasonDead, ReasonReset, ReasonClosed, ReasonShutdown, ReasonWarmUp, ReasonReused}
 	errorKinds = []ErrorKind{ErrorNoPort, ErrorRace, ErrorPoolFull, ErrorCallFailed,
-		ErrorShareEmpty, ErrorShareCookie, ErrorShareOption}
+		ErrorShareEmpty, ErrorShareCookie, ErrorShareOption, ErrorShareType}
 )
 
 // enums is the one list of the vocabulary's types: the scenario's enum keys

@@ -121,13 +121,24 @@ func TestErrorKindOf(t *testing.T) {
 	if k, ok := ErrorKindOf("HTTP 502 from nginx"); ok {
 		t.Errorf("HTTP 502: kind %q", k)
 	}
-	for set, want := range map[string]ErrorKind{"": ErrorShareEmpty, "cookie": ErrorShareCookie, "dns,bogus": ErrorShareOption} {
+	for set, want := range map[string]ErrorKind{"": ErrorShareEmpty, "cookie": ErrorShareCookie, "dns,bogus": ErrorShareOption,
+		"dns,CURLOPT_URL": ErrorShareOption, "dns,'connect'": ErrorShareType} {
 		_, err := ShareMask(splitList(set))
 		if err == nil {
 			t.Fatalf("%q accepted", set)
 		}
 		if got, _ := ErrorKindOf(err.Msg); got != want {
 			t.Errorf("ShareMask(%q): %q, kind %q, want %q", set, err.Msg, got, want)
+		}
+	}
+	// PHP 8.5.10's own words (labs/php-persistent-share/identity.php ran
+	// them; the lab's record holds what it printed).
+	for set, want := range map[string]string{
+		"dns,CURLOPT_URL": "ValueError: curl_share_init_persistent(): Argument #1 ($share_options) must contain only CURL_LOCK_DATA_* constants",
+		"dns,'connect'":   "TypeError: curl_share_init_persistent(): Argument #1 ($share_options) must contain only int values, string given",
+	} {
+		if _, err := ShareMask(splitList(set)); err == nil || err.Msg != want {
+			t.Errorf("ShareMask(%q) = %v, want %q", set, err, want)
 		}
 	}
 }

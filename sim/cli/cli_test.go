@@ -34,7 +34,7 @@ func TestRunJSONContract(t *testing.T) {
 		t.Error("no lab title")
 	}
 	blocks := doc["blocks"].([]any)
-	if len(blocks) != 5 {
+	if len(blocks) != 6 {
 		t.Fatalf("%d blocks", len(blocks))
 	}
 	b := blocks[0].(map[string]any)

@@ -12,6 +12,7 @@ import (
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/phpwasm"
 )
 
 func init() {
@@ -22,8 +23,9 @@ func init() {
 		example: `  sim upstream --rtt 30ms --tls 1.2
   sim upstream --rtt 12ms --tls 1.2 --response-bytes 20000 --keepalive-timeout 75s --dns 30ms
 
-It prints the https:// URL, the CA certificate file (PEM) and a ready curl -w
-command, then serves until Ctrl-C. The server is the one sim validate uses:
+It prints the https:// URL, the CA certificate file (PEM), a ready curl -w
+command and a ready PHP command (the PHP lab's handle.php with the php on
+PATH), then serves until Ctrl-C. The server is the one sim validate uses:
 Go's crypto/tls with a CA made at start, nginx's keep-alive semantics, the
 emulated round trip at the server's end of each connection (with slow start
 for large responses).
@@ -134,11 +136,41 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(w, "\ntry it (two requests on one connection):\n  curl %s--resolve %s:%s:127.0.0.1 -s -o /dev/null -o /dev/null -w '%s' %s %s\n",
 		cacert, harness.APIHost, port, curlFormat, url, url)
+	ca := ""
+	if s.TLS != "none" {
+		ca = path
+	}
+	fmt.Fprintf(w, "\nor with PHP (two calls on one curl handle; one line of curl's measurements each):\n  %s\n", phpCommand(url, ca, port))
 	fmt.Fprintln(w, "\nserving until Ctrl-C")
 	<-ctx.Done()
 	acc, req := srv.Upstream.Stats()
 	fmt.Fprintf(w, "stopped: %d requests on %d connections\n", req, acc)
 	return nil
+}
+
+// phpCommand is a ready command that runs the PHP lab's handle.php (two
+// calls on one handle) against the upstream with the php on PATH, through
+// the harness's prepend that sim validate uses; outside a checkout, a
+// one-line script that does the same.
+func phpCommand(url, ca, port string) string {
+	env := fmt.Sprintf("CONNLAB_URL=%s CONNLAB_CA=%s CONNLAB_RESOLVE=%s:%s:127.0.0.1 CONNLAB_CALLS=2", url, shellQuote(ca), harness.APIHost, port)
+	if root, err := phpwasm.Root(); err == nil {
+		rel := func(p string) string {
+			if wd, err := os.Getwd(); err == nil {
+				if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+					return r
+				}
+			}
+			return p
+		}
+		prepend := rel(filepath.Join(root, "sim", "phpwasm", "connlab.php"))
+		script := rel(filepath.Join(root, "labs", "php-persistent-share", "handle.php"))
+		return fmt.Sprintf("%s php -d auto_prepend_file=%s %s", env, shellQuote(prepend), shellQuote(script))
+	}
+	code := fmt.Sprintf(`$ch = curl_init(%q); curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => %q, CURLOPT_RESOLVE => ["%s:%s:127.0.0.1"]]); `+
+		`for ($i = 0; $i < 2; $i++) { curl_exec($ch); printf("num_connects %%d total %%.6f\n", curl_getinfo($ch, CURLINFO_NUM_CONNECTS), curl_getinfo($ch, CURLINFO_TOTAL_TIME)); }`,
+		url, ca, harness.APIHost, port)
+	return "php -r " + shellQuote(code)
 }
 
 const curlFormat = `namelookup %{time_namelookup} connect %{time_connect} appconnect %{time_appconnect} starttransfer %{time_starttransfer} total %{time_total} num_connects %{num_connects}\n`

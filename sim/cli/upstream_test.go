@@ -6,13 +6,18 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/connlab/connlab/sim/phpwasm"
 )
 
 // lineFeed hands a running command's output over line by line.
@@ -126,4 +131,57 @@ func TestUpstreamErrors(t *testing.T) {
 			t.Errorf("sim %v: exit %d, %q; want exit 2 with %q", c.args, code, out+errs, c.want)
 		}
 	}
+}
+
+// TestUpstreamPHP: the printed PHP command runs the PHP lab's handle.php
+// against the upstream with the php on PATH: two calls, the second on the
+// first's connection.
+func TestUpstreamPHP(t *testing.T) {
+	if _, _, err := phpwasm.FindNative(); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	feed := &lineFeed{lines: make(chan string, 100)}
+	go feed.reader(pr)
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		done <- Run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: &errb}, []string{"upstream", "--rtt", "5ms", "--tls", "1.2"})
+		pw.Close()
+	}()
+	cmd := ""
+	for l := range feed.lines {
+		if strings.Contains(l, " php -d auto_prepend_file=") {
+			cmd = strings.TrimSpace(l)
+		}
+		if strings.HasPrefix(l, "serving until Ctrl-C") {
+			break
+		}
+	}
+	if !strings.Contains(cmd, "handle.php") {
+		t.Fatalf("no PHP command printed; stderr %s", errb.String())
+	}
+	out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	var got []int
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			NumConnects int    `json:"num_connects"`
+			Errno       int    `json:"errno"`
+			Error       string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.Errno != 0 {
+			t.Fatalf("%s printed %q (%v)", cmd, l, m.Error)
+		}
+		got = append(got, m.NumConnects)
+	}
+	if fmt.Sprint(got) != "[1 0]" {
+		t.Errorf("num_connects %v, want [1 0]", got)
+	}
+	cancel()
+	<-done
 }

@@ -6,6 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +28,7 @@ func init() {
 	register(&command{
 		name:    "validate",
 		summary: "run a lab's blocks in the model and on real loopback servers, and compare them phase by phase",
-		usage:   "[--json] [--block ID] [--variant NAME]... [--real nginx,redis] [--set key=value]... [--tolerance 5%,0.5ms] FILE",
+		usage:   "[--json] [--record] [--block ID] [--variant NAME]... [--real nginx,redis] [--set key=value]... [--tolerance 5%,0.5ms] FILE",
 		example: `  sim validate labs/php-persistent-share.md
   sim validate --block across-requests --set rtt=50ms labs/php-persistent-share.md
   sim validate --real nginx,redis labs/nginx-keepalive.md
@@ -48,24 +52,47 @@ half the calls open a connection and half reuse one, the median of all calls
 falls between the two groups and is shown without a verdict: the totals of
 each kind (total, new conn; total, reused) are compared instead.
 
+What ran is printed with each variant (runtime:): for the php setups, the PHP
+version, libcurl and its TLS library, in WebAssembly or native, or the Go
+stand-in and why PHP could not run (--json: "runtime"). A variant the model
+rejects (PHP's ValueError for a COOKIE share option) is run on PHP too, and
+PHP's exception must be the model's text word for word; both are printed.
+
+Statements about the real software: a block's real_expect list (expect's
+syntax) is held to the run's measured results, besides the model's numbers
+(and to check.ID, what a probing script's statement returned or threw, and
+runtime.KEY: name, php, curl, ssl, persistent_share). They fail the run like
+a phase out of tolerance; with a stand-in they are listed as not checked.
+--record writes what ran next to the lab, LAB.real.json (the --json output
+with when, how and on what machine): go test holds every real_expect to that
+record without a real run, so a page whose prose disagrees with the real
+software fails its tests. Record again after changing a block (the record
+keeps each variant's settings, and a changed block fails the test as stale).
+
 ` + harness.ScalingRules,
 		run: validateCmd,
 	})
 }
 
-// ValidateOutput is the JSON `sim validate --json` prints.
+// ValidateOutput is the JSON `sim validate --json` prints, and what
+// --record writes (lab.Record reads it).
 type ValidateOutput struct {
-	Lab       string                     `json:"lab"`
-	File      string                     `json:"file"`
-	Tolerance string                     `json:"tolerance"`
-	Blocks    []*harness.BlockValidation `json:"blocks"`
-	OK        bool                       `json:"ok"`
+	Lab       string `json:"lab"`
+	File      string `json:"file"`
+	Tolerance string `json:"tolerance"`
+	// When and where it ran, and how (--record).
+	Recorded string                     `json:"recorded,omitempty"`
+	Command  string                     `json:"command,omitempty"`
+	Machine  map[string]string          `json:"machine"`
+	Blocks   []*harness.BlockValidation `json:"blocks"`
+	OK       bool                       `json:"ok"`
 }
 
 func validateCmd(ctx context.Context, env *Env, args []string) error {
 	c := find("validate")
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	record := fs.Bool("record", false, "write what ran to LAB.real.json next to the lab, for go test to hold real_expect to (every block, no --block, --variant or --set)")
 	block := fs.String("block", "", "validate only the block with this id")
 	var variants, sets multiFlag
 	fs.Var(&variants, "variant", "validate only this variant (repeatable)")
@@ -74,7 +101,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	seed := fs.Uint64("seed", 1, "random seed, shared by the model and the real load generator")
 	tolFlag := fs.String("tolerance", "5%,0.5ms", "a phase's median may differ from the model's by the larger of a percentage and a duration")
 	retries := fs.Int("retries", 1, "run a variant outside tolerance again this many times")
-	compress := fs.Float64("compress", harness.DefaultCompress, "divide long timers (keep-alive, pauses, idle ages) by this factor")
+	compress := fs.Float64("compress", 0, fmt.Sprintf("divide long timers (keep-alive, pauses, idle ages) by this factor (default: %g, and %g for the php setups)", float64(harness.DefaultCompress), float64(harness.PHPCompress)))
 	maxReq := fs.Int("max-requests", harness.DefaultMaxRequests, "at most this many requests per variant")
 	maxDur := fs.Duration("max-duration", harness.DefaultMaxDuration, "at most this long per variant, as the model predicts it")
 	maxRate := fs.Float64("max-rate", harness.DefaultMaxRate, "slow an open loop down to at most this many requests a second")
@@ -84,6 +111,9 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(pos) != 1 {
 		return usageError{"want exactly one FILE"}
+	}
+	if *record && (*block != "" || len(variants) > 0 || len(sets) > 0) {
+		return usageError{"--record records every block as the lab writes it: leave out --block, --variant and --set"}
 	}
 	tol, err := harness.ParseTolerance(*tolFlag)
 	if err != nil {
@@ -102,7 +132,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	switch {
 	case *retries < 0 || *retries > 10:
 		return usageError{"--retries: want 0 to 10"}
-	case *compress < 1 || *compress > 1e6:
+	case *compress != 0 && (*compress < 1 || *compress > 1e6):
 		return usageError{"--compress: want 1 to 1000000"}
 	case *maxReq < 1 || *maxReq > 100000:
 		return usageError{"--max-requests: want 1 to 100000"}
@@ -139,7 +169,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
-	out := ValidateOutput{Lab: l.Title, File: l.File, OK: true,
+	out := ValidateOutput{Lab: l.Title, File: l.File, OK: true, Machine: machine(),
 		Tolerance: fmt.Sprintf("%s + the harness's own overhead, up to %s", tol, maxTareText)}
 	for _, b := range blocks {
 		bv, err := harness.Validate(ctx, b, opt, tol, *retries)
@@ -148,6 +178,16 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		out.Blocks = append(out.Blocks, bv)
 		out.OK = out.OK && bv.OK
+	}
+	out.Machine["load_after"] = loadAvg()
+	if !harness.CheckReal(l, out.Blocks) {
+		out.OK = false
+	}
+	if *record {
+		if err := writeRecord(l, &out, args); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "sim validate: recorded %s\n", lab.RecordPath(l.File))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
@@ -177,13 +217,64 @@ func newProgress(w io.Writer) func(string) {
 	}
 }
 
+// writeRecord writes the run next to the lab (lab.RecordPath). A record
+// is of the real software: a block with real_expect statements that did
+// not run on it (a stand-in ran) is not recorded.
+func writeRecord(l *lab.Lab, out *ValidateOutput, args []string) error {
+	for _, bv := range out.Blocks {
+		if bv.RealProblem != "" {
+			return fmt.Errorf("--record: block %q: %s; nothing was written", bv.ID, bv.RealProblem)
+		}
+	}
+	rec := *out
+	rec.Recorded = time.Now().UTC().Format(time.RFC3339)
+	rec.Command = "sim validate " + strings.Join(args, " ")
+	b, err := json.MarshalIndent(&rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := lab.RecordPath(l.File)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// machine says where a run ran: the CPU, the load, Node.js.
+func machine() map[string]string {
+	m := map[string]string{"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": strconv.Itoa(runtime.NumCPU()), "load_before": loadAvg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m["cpu"] = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages ("" off Linux).
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
 func printValidation(w io.Writer, out *ValidateOutput) {
 	title := out.Lab
 	if title == "" {
 		title = out.File
 	}
 	fmt.Fprintf(w, "%s (%s): model and real loopback servers, tolerance %s\n", title, out.File, out.Tolerance)
-	total, bad, skipped := 0, []string{}, 0
+	if l := out.Machine["load_before"]; l != "" {
+		fmt.Fprintf(w, "machine: %s CPUs, load %s before, %s after (a busy machine slows real runs down)\n", out.Machine["cpus"], l, out.Machine["load_after"])
+	}
+	total, bad, skipped, badReal := 0, []string{}, 0, []string{}
 	for _, b := range out.Blocks {
 		fmt.Fprintf(w, "\n■ %s", b.ID)
 		if b.Title != "" {
@@ -196,6 +287,9 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 				name += " (" + v.Label + ")"
 			}
 			fmt.Fprintf(w, "  %s\n", name)
+			if n := v.Runtime["name"]; n != "" {
+				fmt.Fprintf(w, "    runtime: %s\n", n)
+			}
 			for _, s := range v.Scaling {
 				fmt.Fprintf(w, "    scaled: %s\n", s)
 			}
@@ -204,6 +298,16 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			}
 			for _, n := range v.Notes {
 				fmt.Fprintf(w, "    note: %s\n", n)
+			}
+			if v.RealError != "" || (v.ModelError != "" && v.Skipped == "") {
+				who := "real"
+				if p := v.Runtime["php"]; p != "" {
+					who = "PHP " + p
+				}
+				fmt.Fprintf(w, "    the model rejects it: %s\n    %s threw:%s %s\n", v.ModelError, who, strings.Repeat(" ", max(0, len("the model rejects it")-len(who)-6)), orNone(v.RealError))
+			}
+			for _, k := range slices.Sorted(maps.Keys(v.Checks)) {
+				fmt.Fprintf(w, "    check.%s: %s\n", k, v.Checks[k])
 			}
 			if v.Skipped != "" {
 				fmt.Fprintf(w, "    not compared: %s\n", v.Skipped)
@@ -257,6 +361,15 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 				bad = append(bad, b.ID+"/"+v.Name)
 			}
 		}
+		if b.RealProblem != "" {
+			fmt.Fprintf(w, "  real_expect not checked: %s\n", b.RealProblem)
+		}
+		for _, c := range b.RealChecks {
+			fmt.Fprintf(w, "  real %-4s %s   (got %s)\n", okMark(c.OK), c.Expect, c.Got)
+			if !c.OK {
+				badReal = append(badReal, b.ID+": "+c.Expect)
+			}
+		}
 	}
 	fmt.Fprintln(w)
 	switch {
@@ -268,7 +381,17 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 	if skipped > 0 {
 		fmt.Fprintf(w, "; %d not compared (see above)", skipped)
 	}
+	if len(badReal) > 0 {
+		fmt.Fprintf(w, "; %d real_expect statements do not hold: %s", len(badReal), strings.Join(badReal, "; "))
+	}
 	fmt.Fprintln(w)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no error)"
+	}
+	return s
 }
 
 func pct(p harness.PhaseRow) string {

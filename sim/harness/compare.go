@@ -248,6 +248,32 @@ type VariantComparison struct {
 	HarnessOverheadMS float64      `json:"harness_overhead_ms"`
 	Model             *sim.Summary `json:"model,omitempty"`
 	Measured          *sim.Summary `json:"measured,omitempty"`
+	// Setup is what ran (the plan's setup, or http standing in for php);
+	// Runtime names the software and its versions ("name", "php", "curl",
+	// "ssl", "stand_in": why a stand-in ran); none when the variant did not
+	// run for real.
+	Setup   string            `json:"setup,omitempty"`
+	Runtime map[string]string `json:"runtime,omitempty"`
+	// ModelError and RealError: a variant the model rejects, with the
+	// model's text and the real software's own (PHP's exception), which
+	// must say the same.
+	ModelError string `json:"model_error,omitempty"`
+	RealError  string `json:"real_error,omitempty"`
+	// Checks: what the real software's probing script's statements
+	// returned or threw (check.ID in real_expect).
+	Checks map[string]string `json:"checks,omitempty"`
+	// What the model was given from this run's measurements of the
+	// client's CPU (the scenario keys of the same names).
+	ConnectCPUMS    float64 `json:"connect_cpu_ms,omitempty"`
+	HandshakeCPUMS  float64 `json:"handshake_cpu_ms,omitempty"`
+	ClientCPUMS     float64 `json:"client_cpu_ms,omitempty"`
+	ClientReadCPUMS float64 `json:"client_read_cpu_ms,omitempty"`
+	// AppTimeMS: app_time as the model was given it (the block's, and the
+	// runtime's own cost of a request).
+	AppTimeMS float64 `json:"app_time_ms,omitempty"`
+	// Settings are the variant's keys as the lab writes them
+	// (lab.Block.Settings), so a record of the run knows what ran.
+	Settings string `json:"settings"`
 }
 
 // MarshalJSON writes Counts as an object: {"connects": {"model": …}, …}.
@@ -270,16 +296,96 @@ type BlockValidation struct {
 	Setup    string               `json:"setup"`
 	Variants []*VariantComparison `json:"variants"`
 	OK       bool                 `json:"ok"`
+	// RealChecks are the block's real_expect statements held to this run
+	// (sim validate fills them in once every block has run, since one
+	// block's statements may read another's); RealProblem says why they
+	// were not (a stand-in ran, say).
+	RealChecks  []lab.Check `json:"real_checks,omitempty"`
+	RealProblem string      `json:"real_problem,omitempty"`
 }
+
+// CheckReal holds the real_expect statements of the validated blocks to
+// their runs (RealChecks, RealProblem), through the reader go test uses on
+// a lab's committed record (lab.Record: the JSON of sim validate is one),
+// and reports whether every statement checked holds. A block that fails
+// one is not OK.
+func CheckReal(l *lab.Lab, bvs []*BlockValidation) bool {
+	raw, err := json.Marshal(struct {
+		Blocks []*BlockValidation `json:"blocks"`
+	}{bvs})
+	var rec lab.Record
+	if err == nil {
+		err = json.Unmarshal(raw, &rec)
+	}
+	if err != nil {
+		panic("harness: a validation does not read back as a record: " + err.Error()) // the types are ours
+	}
+	byID := map[string]*BlockValidation{}
+	for _, bv := range bvs {
+		byID[bv.ID] = bv
+	}
+	ok := true
+	for _, rc := range l.CheckRecord(&rec) {
+		bv := byID[rc.Block]
+		if bv == nil {
+			continue // not validated this time
+		}
+		bv.RealChecks, bv.RealProblem = rc.Checks, rc.Problem
+		for _, c := range rc.Checks {
+			if !c.OK {
+				bv.OK, ok = false, false
+			}
+		}
+	}
+	return ok
+}
+
+// ModelText is a rejection's text without the key the model names in
+// front of it ("share_sets[0]: ValueError: ..." → "ValueError: ..."): the
+// exception the real software should throw.
+func ModelText(rejected string) string {
+	for i := 0; i < len(rejected); i++ {
+		j := strings.Index(rejected[i:], ": ")
+		if j < 0 {
+			break
+		}
+		rest := rejected[i+j+2:]
+		if _, ok := sim.ErrorKindOf(rest); ok {
+			return rest
+		}
+		i += j
+	}
+	return rejected
+}
+
+// ConnectChargedNote marks the connect phase of a client whose sockets
+// connect at once on loopback (php -S's libcurl): the upstream charges the
+// TCP handshake's round trip on the first bytes, so it shows in appconnect.
+const ConnectChargedNote = "the client's own sockets connect at once on loopback; the TCP handshake's round trip is charged on the first bytes, so it shows in appconnect, which is compared"
 
 // compareVariant fills a comparison from the model's and the real run's
 // results for one variant.
 func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *VariantPlan, info *VariantRun, tol Tolerance) {
 	vc.Phases, vc.Counts = []PhaseRow{}, nil
+	vc.Setup, vc.Runtime, vc.Checks = info.Setup, info.Runtime, info.Checks
+	if rv.Scenario != nil {
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		sc := rv.Scenario
+		vc.ConnectCPUMS, vc.HandshakeCPUMS, vc.ClientCPUMS, vc.ClientReadCPUMS = ms(sc.ConnectCPU), ms(sc.HandshakeCPU), ms(sc.ClientCPU), ms(sc.ClientReadCPU)
+		vc.AppTimeMS = ms(sc.AppTime)
+	}
 	switch {
-	case vp.Rejected != "":
+	case vp.Rejected != "" && info.RealError == "" && (rv.Summary == nil || info.StandIn != ""):
+		vc.ModelError = mv.Error
 		vc.OK = rv.Error == mv.Error
 		vc.Skipped = "rejected before any traffic: " + vp.Rejected
+		return
+	case vp.Rejected != "":
+		// The real software ran it: it must refuse it with the model's
+		// words, before any connection.
+		vc.ModelError, vc.RealError, vc.Measured = ModelText(vp.Rejected), info.RealError, rv.Summary
+		vc.Counts = []CountRow{{Name: "connects", Model: 0, Measured: rv.Summary.Connects, Allowed: "exact", OK: rv.Summary.Connects == 0}}
+		vc.OK = vc.RealError == vc.ModelError && rv.Summary.Connects == 0
 		return
 	case rv.Summary == nil:
 		vc.OK = true
@@ -292,6 +398,11 @@ func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *Varian
 		t := tol
 		t.Abs += info.Resolution
 		vc.Phases = ComparePhases(mv.Summary, rv.Summary, t)
+		for i := range vc.Phases {
+			if p := &vc.Phases[i]; info.DialerCharged && p.Phase == "connect" {
+				p.OK, p.ToleranceMS, p.Note = true, 0, ConnectChargedNote
+			}
+		}
 	}
 	vc.Counts = CompareCounts(mv.Summary, rv.Summary, vp.Timing, vp.Overlap, info.KernelSpread)
 	for _, p := range vc.Phases {
@@ -315,7 +426,7 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 	bv := &BlockValidation{ID: b.ID, Title: b.Title, Setup: p.Setup, OK: true}
 	byName := map[string]*VariantComparison{}
 	for _, vp := range p.Variants {
-		vc := &VariantComparison{Name: vp.Name, Label: vp.Label, Scaling: vp.Scaling, Phases: []PhaseRow{}}
+		vc := &VariantComparison{Name: vp.Name, Label: vp.Label, Scaling: vp.Scaling, Phases: []PhaseRow{}, Settings: b.Settings(b.Variant(vp.Name))}
 		bv.Variants = append(bv.Variants, vc)
 		byName[vp.Name] = vc
 	}

@@ -61,6 +61,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/connlab/connlab/sim"
@@ -94,6 +97,9 @@ type Options struct {
 	// Executable is the binary re-executed for lab and worker processes
 	// ("": this process's own, os.Executable).
 	Executable string
+	// StandIn runs the php setup on the http setup's Go workers even where
+	// PHP 8.5 is installed (the output says so, as when it is not).
+	StandIn bool
 }
 
 // VariantRun is what a real run of one variant used and noticed.
@@ -110,6 +116,27 @@ type VariantRun struct {
 	// KernelSpread: the kernel spread connections over the workers (nginx),
 	// so connects per worker is not the model's round-robin.
 	KernelSpread bool
+	// Setup is the setup that ran: the plan's, or http standing in for
+	// php (StandIn says why PHP 8.5 could not run).
+	Setup   string
+	StandIn string
+	// Runtime names the software that ran and its versions ("name",
+	// "php", "curl", "ssl", ...); Checks are what its probing script's
+	// statements returned or threw; RealError is the error the real
+	// software refused a rejected variant with.
+	Runtime   map[string]string
+	Checks    map[string]string
+	RealError string
+	// DialerCharged: the client's own sockets connect at once (php -S),
+	// so the TCP handshake's round trip shows in appconnect, not connect.
+	DialerCharged bool
+}
+
+// goRuntime names the harness's own workers, by setup.
+var goRuntime = map[string]string{
+	SetupHTTP:  "Go worker processes with curl-like clients (Go's crypto/tls)",
+	SetupRedis: "Go worker processes with go-redis v9",
+	SetupProxy: "a Go load generator and reverse proxy (or nginx with --real nginx)",
 }
 
 // Run is the outcome of a real run of a block.
@@ -158,9 +185,29 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 	for i, vp := range p.Variants {
 		vr := &lab.VariantResult{Name: vp.Name, Label: vp.Label}
 		run.Result.Variants = append(run.Result.Variants, vr)
-		info := &VariantRun{Name: vp.Name, Plan: vp}
+		info := &VariantRun{Name: vp.Name, Plan: vp, Setup: vp.Setup}
 		run.Variants = append(run.Variants, info)
+		var phpJob *wire.PHPJob
+		if isPHP(vp.Setup) {
+			pr, err := resolvePHP(p.Block, vp, opt.StandIn)
+			if err != nil {
+				return nil, err
+			}
+			info.Setup, phpJob = pr.setup, pr.job
+			switch {
+			case pr.skip != "":
+				vr.Error = "not run for real: " + pr.skip
+				info.Notes = append(info.Notes, vr.Error)
+				continue
+			case pr.standIn != "":
+				info.StandIn = pr.standIn
+				info.Runtime = map[string]string{"name": StandInNote + ": " + goRuntime[SetupHTTP], "stand_in": pr.standIn}
+				info.Notes = append(info.Notes, "PHP 8.5 did not run ("+pr.standIn+"): the http setup's Go workers, whose handles live as PHP's do, stood in")
+			}
+		}
 		switch {
+		case vp.Rejected != "" && phpJob != nil:
+			// PHP runs it and throws its own error (below).
 		case vp.Rejected != "":
 			// PHP throws before any traffic; the real run is the same check.
 			vr.Error = vp.Rejected
@@ -187,12 +234,18 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			continue
 		}
 		s := vp.Scenario
-		vr.Scenario = &s
-		job := wire.LabJob{Block: p.Block.ID, Variant: vp.Name, Setup: vp.Setup, Scenario: vp.Scenario, Seed: opt.Seed,
-			Certs: *certs, Isolated: isolated, KernelTWReuse: vp.KernelTWReuse, Real: opt.Real}
+		if vp.Rejected == "" {
+			vr.Scenario = &s // a rejected one has none the model can run
+		}
+		job := wire.LabJob{Block: p.Block.ID, Variant: vp.Name, Setup: info.Setup, Scenario: vp.Scenario, Seed: opt.Seed,
+			Certs: *certs, Isolated: isolated, KernelTWReuse: vp.KernelTWReuse, Real: opt.Real, PHP: phpJob}
 		var col sim.Collector
+		firstErr := ""
 		sink := func(e *sim.Event) {
 			col.Add(e)
+			if e.Kind == sim.KindCall && e.Error != "" && firstErr == "" {
+				firstErr = e.Error
+			}
 			if opt.Sink != nil {
 				opt.Sink(job.Block, job.Variant, e)
 			}
@@ -207,6 +260,26 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		if rep.HandshakeCPU > 0 {
 			s.HandshakeCPU = rep.HandshakeCPU // what the model must be given to compare
 		}
+		switch rt := rep.Runtime; {
+		case rt != nil:
+			info.Runtime = map[string]string{"name": rt.Name}
+			for k, v := range rt.Versions {
+				info.Runtime[k] = v
+			}
+			s.ConnectCPU, s.ClientCPU, s.ClientReadCPU = rt.ConnectCPU, rt.ClientCPU, rt.ClientReadCPU
+			s.AppTime += rt.RequestCPU // the runtime's own, on top of the block's
+			if n := curlGot(&s, rt.CurlTimers); n != "" {
+				info.Notes = append(info.Notes, n)
+			}
+		case info.Runtime == nil:
+			info.Runtime = map[string]string{"name": goRuntime[info.Setup]}
+		}
+		vr.Runtime, vr.Checks = info.Runtime, rep.Checks
+		info.Checks = rep.Checks
+		if vp.Rejected != "" {
+			info.RealError, vr.Error = firstErr, firstErr
+		}
+		info.DialerCharged = phpJob != nil && phpJob.Binary != ""
 		info.Components, info.Notes, info.Isolated, info.WallS = rep.Components, append(info.Notes, rep.Notes...), used, rep.WallS
 		info.Resolution = time.Duration(rep.ResolutionMS * float64(time.Millisecond))
 		info.KernelSpread = rep.KernelSpread
@@ -217,16 +290,32 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 	return run, nil
 }
 
+// curlGot gives s the timers curl was given, if they differ, and says so.
+func curlGot(s *sim.Scenario, got map[string]int) string {
+	var changed []string
+	for key, d := range map[string]*time.Duration{"dns_cache_timeout": &s.DNSCacheTimeout, "maxage_conn": &s.MaxIdleAge} {
+		if v, ok := got[key]; ok && time.Duration(v)*time.Second != *d {
+			changed = append(changed, fmt.Sprintf("%s %s→%ds", key, sim.FormatDuration(*d), v))
+			*d = time.Duration(v) * time.Second
+		}
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	slices.Sort(changed)
+	return "curl was given other timers than planned, and the model is given them too: " + strings.Join(changed, ", ")
+}
+
 // Model runs the model on the scenarios this run used (the plan's, with
-// the TLS handshake CPU measured in the lab process): the numbers to set
-// against r.Result.
+// what the run measured: the TLS handshake's CPU, the client's CPU per
+// call, curl's timers): the numbers to set against r.Result.
 func (r *Run) Model(ctx context.Context, seed uint64, sink func(block, variant string, e *sim.Event)) (*lab.BlockResult, error) {
 	res, err := r.Plan.Model(ctx, seed, sink)
 	if err != nil {
 		return nil, err
 	}
 	for i, vr := range r.Result.Variants {
-		if vr.Scenario == nil || vr.Scenario.HandshakeCPU == r.Plan.Variants[i].Scenario.HandshakeCPU {
+		if vr.Scenario == nil || reflect.DeepEqual(*vr.Scenario, r.Plan.Variants[i].Scenario) {
 			continue
 		}
 		var f func(*sim.Event)

@@ -33,11 +33,18 @@ const (
 	// proxy, or nginx with --real nginx) whose workers call the upstream,
 	// with or without upstream keep-alive.
 	SetupProxy = wire.SetupProxy
+	// SetupPHP: the lab's PHP scripts on PHP 8.5 in WebAssembly (the
+	// http setup stands in when Node.js or the package is missing), and
+	// SetupPHPNative on the php on PATH.
+	SetupPHP       = wire.SetupPHP
+	SetupPHPNative = wire.SetupPHPNative
 )
 
 // Defaults of the scaling rules (see ScalingRules).
 const (
-	DefaultCompress    = 100
+	DefaultCompress = 100
+	// PHPCompress is the php setups' own factor (see roles.PHPCompress).
+	PHPCompress        = roles.PHPCompress
 	DefaultMaxRequests = 2000
 	DefaultMaxDuration = 10 * time.Second
 	DefaultMaxRate     = 200
@@ -58,11 +65,14 @@ const (
 var ScalingRules = scalingRules + setupRules + roles.SetupHelp() + notRunForReal
 
 const scalingRules = `How a block is scaled to run for real (the model runs the same scaled scenario):
-  1. Long timers are compressed by --compress (default ×100): keepalive_timeout,
-     pause, dns_cache_timeout, max_idle_age, max_lifetime and linger always (a 75 s
+  1. Long timers are compressed by --compress (default ×100, and ×10 for the php
+     setups, whose libcurl takes whole seconds): keepalive_timeout, pause,
+     dns_cache_timeout, max_idle_age, max_lifetime and linger always (a 75 s
      keep-alive becomes 750 ms); think_time when it is 1 s or more; an open loop
      slower than one request a second is sped up by the same factor. RTT, DNS and
-     server times are not scaled: they are what is measured.
+     server times are not scaled: they are what is measured. Where a setup's real
+     client takes a timer otherwise (curl: whole seconds), the model is given what
+     it takes.
   2. The kernel's 60 s TIME_WAIT and tcp_tw_reuse's 1 s cannot be compressed. When
      the lab's own run reaches the end of its local port range, the range is shrunk
      (in a private network namespace, from port 10000) so that it runs out after
@@ -111,12 +121,19 @@ type VariantPlan struct {
 	Scenario sim.Scenario
 	// Setup is what the variant runs on, its setup key with auto resolved.
 	Setup string
+	// Script is the lab's program the variant runs where its setup runs
+	// the lab's own code (lab.Block.ScriptOf).
+	Script string
+	// Compress is the factor its long timers were divided by.
+	Compress float64
 	// Scaling lists what rules changed, in words.
 	Scaling []string
 	// Skip, when set, says why the variant is not run for real.
 	Skip string
 	// Rejected is the error the scenario is refused with before any traffic
 	// (PHP's ValueError for a COOKIE share option), as the model reports it.
+	// A php setup still runs it (Scenario is then the lab's, unscaled): the
+	// error is PHP's own to compare.
 	Rejected string
 	// Ports: the variant changes the port range or tcp_tw_reuse, so it
 	// needs a private network namespace.
@@ -134,15 +151,26 @@ type Plan struct {
 	Block *lab.Block
 	// Setup names the variants' setups, in order, each once ("http",
 	// "http, proxy").
-	Setup    string
+	Setup string
+	// Compress is Options.Compress, or when that is 0 the first variant's
+	// factor (each has its own: VariantPlan.Compress).
 	Compress float64
 	Variants []*VariantPlan
 }
 
-func (o *Options) defaults() {
-	if o.Compress <= 0 {
-		o.Compress = DefaultCompress
+// compressFor is the factor long timers are divided by for a setup: the
+// run's, or the setup's own, or DefaultCompress.
+func (o *Options) compressFor(setup string) float64 {
+	if o.Compress > 0 {
+		return o.Compress
 	}
+	if f := roles.Compress(setup); f > 0 {
+		return f
+	}
+	return DefaultCompress
+}
+
+func (o *Options) defaults() {
 	if o.MaxRequests <= 0 {
 		o.MaxRequests = DefaultMaxRequests
 	}
@@ -193,10 +221,15 @@ func NewPlan(ctx context.Context, b *lab.Block, opt Options) (*Plan, error) {
 		if len(opt.Variants) > 0 && !slices.Contains(opt.Variants, v.Name) {
 			continue
 		}
-		vp := &VariantPlan{Name: v.Name, Label: v.Label}
+		vp := &VariantPlan{Name: v.Name, Label: v.Label, Script: b.ScriptOf(v)}
 		p.Variants = append(p.Variants, vp)
 		if errs[i] != nil {
 			vp.Rejected = errs[i].Error()
+			// PHP runs what the model refuses, and throws its own error.
+			if s, err := b.Scenario(v, opt.Set); err == nil && isPHP(setupOf(&s, scns)) {
+				vp.Setup, vp.Original, vp.Scenario = setupOf(&s, scns), s, s
+				vp.Compress = opt.compressFor(vp.Setup)
+			}
 			continue
 		}
 		vp.Setup = setupOf(scns[i], scns)
@@ -204,6 +237,10 @@ func NewPlan(ctx context.Context, b *lab.Block, opt Options) (*Plan, error) {
 			setups = append(setups, vp.Setup)
 		}
 		vp.Original = *scns[i]
+		vp.Compress = opt.compressFor(vp.Setup)
+		if p.Compress == 0 {
+			p.Compress = vp.Compress
+		}
 		if err := vp.scale(ctx, opt); err != nil {
 			return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, err)
 		}
@@ -219,9 +256,12 @@ func (vp *VariantPlan) note(format string, args ...any) {
 	vp.Scaling = append(vp.Scaling, fmt.Sprintf(format, args...))
 }
 
+// isPHP: the setup runs the lab's PHP scripts.
+func isPHP(setup string) bool { return setup == SetupPHP || setup == SetupPHPNative }
+
 func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 	s := vp.Original
-	f := opt.Compress
+	f := vp.Compress
 	if s.EarlyData {
 		vp.Skip = "early_data (TLS 1.3 0-RTT) cannot run for real: Go's crypto/tls has no 0-RTT"
 	}

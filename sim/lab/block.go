@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,15 @@ type Block struct {
 	Tiers     []string  // the chain's tiers in order, from [[tier]] tables (none: one hop)
 	Variants  []*Variant
 	Expects   []*Expect
+	// RealExpects (real_expect) are statements about what the real
+	// software does, in expect's syntax, held to a real run's measured
+	// results (sim validate) and to the lab's record of one
+	// (labs/LAB.real.json, by go test): see Record.
+	RealExpects []*Expect
+	// Script is the program a real run of the block runs where its setup
+	// runs the lab's own code (setup = "php": a PHP script in the folder
+	// named after the lab); a variant's own script = "..." overrides it.
+	Script string
 }
 
 // A Setting is one scenario key set in a block, a variant or on the command
@@ -43,12 +53,13 @@ type Variant struct {
 	Label    string // how the page names it, e.g. "curl_share_init_persistent()"
 	Line     int
 	Settings []Setting
+	Script   string // see Block.Script; "" takes the block's
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 
 // blockKeys are the keys a block may hold besides scenario keys.
-var blockKeys = map[string]bool{"title": true, "note": true, "expect": true, "variant": true}
+var blockKeys = map[string]bool{"title": true, "note": true, "expect": true, "real_expect": true, "script": true, "variant": true}
 
 func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 	b := &Block{ID: id, File: file, Line: line, Source: string(src)}
@@ -72,36 +83,47 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 	for _, k := range keys {
 		v := doc[k]
 		switch k {
-		case "title", "note":
+		case "title", "note", "script":
 			s, ok := v.(string)
 			if !ok {
 				return nil, fail(lines[k], "%s: want a string", k)
 			}
-			if k == "title" {
+			switch k {
+			case "title":
 				b.Title = s
-			} else {
+			case "note":
 				b.Note = s
+			default:
+				if err := checkScript(s); err != nil {
+					return nil, fail(lines[k], "script: %v", err)
+				}
+				b.Script = s
 			}
-		case "expect":
+		case "expect", "real_expect":
 			list, ok := v.([]any)
 			if !ok {
-				return nil, fail(lines[k], `expect: want a list of strings, e.g. expect = ["share.total_ms.p50 ≈ 93 ±10%%"]`)
+				return nil, fail(lines[k], `%s: want a list of strings, e.g. %s = ["share.num_connects == [1, 1]"]`, k, k)
 			}
 			for i, e := range list {
 				s, ok := e.(string)
-				el := lines[fmt.Sprintf("expect[%d]", i)]
+				el := lines[fmt.Sprintf("%s[%d]", k, i)]
 				if el == 0 {
 					el = lines[k]
 				}
 				if !ok {
-					return nil, fail(el, "expect[%d]: want a string", i)
+					return nil, fail(el, "%s[%d]: want a string", k, i)
 				}
 				x, err := parseExpect(s)
 				if err != nil {
-					return nil, fail(el, "expect %q: %v", s, err)
+					return nil, fail(el, "%s %q: %v", k, s, err)
 				}
 				x.Line = line + el - 1
-				b.Expects = append(b.Expects, x)
+				if k == "expect" {
+					b.Expects = append(b.Expects, x)
+				} else {
+					x.real = true
+					b.RealExpects = append(b.RealExpects, x)
+				}
 			}
 		case "tier":
 			names, settings, rel, err := parseTiers(v, lines, line)
@@ -127,15 +149,21 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 				for _, vk := range vkeys {
 					vl := lines[prefix+"."+vk]
 					switch vk {
-					case "name", "label":
+					case "name", "label", "script":
 						s, ok := tm[vk].(string)
 						if !ok {
 							return nil, fail(vl, "%s.%s: want a string", prefix, vk)
 						}
-						if vk == "name" {
+						switch vk {
+						case "name":
 							vr.Name = s
-						} else {
+						case "label":
 							vr.Label = s
+						default:
+							if err := checkScript(s); err != nil {
+								return nil, fail(vl, "%s.script: %v", prefix, err)
+							}
+							vr.Script = s
 						}
 					case "tier":
 						sts, rel, err := variantTierSettings(tm[vk], lines, line, prefix)
@@ -178,11 +206,32 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 func bindExpects(blocks []*Block) error {
 	lab := newNames(blocks)
 	for _, b := range blocks {
-		for _, x := range b.Expects {
+		for _, x := range slices.Concat(b.Expects, b.RealExpects) {
 			if err := x.bind(b, lab); err != nil {
-				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: fmt.Sprintf("expect %q: %v", x.Text, err)}
+				key := "expect"
+				if x.real {
+					key = "real_expect"
+				}
+				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: fmt.Sprintf("%s %q: %v", key, x.Text, err)}
 			}
 		}
+	}
+	return nil
+}
+
+// ScriptOf is the script a real run of variant v runs (see Block.Script):
+// the variant's, else the block's ("" when neither names one).
+func (b *Block) ScriptOf(v *Variant) string {
+	if v != nil && v.Script != "" {
+		return v.Script
+	}
+	return b.Script
+}
+
+// checkScript accepts a file name in the lab's folder: no path, no "..".
+func checkScript(s string) error {
+	if s == "" || strings.ContainsAny(s, `/\`) || strings.HasPrefix(s, ".") || len(s) > 100 {
+		return fmt.Errorf("want a file name in the lab's folder, e.g. \"persistent.php\", got %q", s)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ type Expect struct {
 	rhs  node
 	tol  float64
 	pct  bool
+	real bool // a real_expect: may also read check.ID and runtime.KEY
 }
 
 // Check is the outcome of one expectation.
@@ -341,14 +342,14 @@ func (n *names) variant(b *Block, name string) *Variant {
 // block with one variant, already the metric.
 func (x *Expect) bind(b *Block, lab *names) error {
 	var err error
-	if x.lhs, err = bindNode(x.lhs, b, lab); err != nil {
+	if x.lhs, err = bindNode(x.lhs, b, lab, x.real); err != nil {
 		return err
 	}
-	x.rhs, err = bindNode(x.rhs, b, lab)
+	x.rhs, err = bindNode(x.rhs, b, lab, x.real)
 	return err
 }
 
-func bindNode(n node, b *Block, lab *names) (node, error) {
+func bindNode(n node, b *Block, lab *names, real bool) (node, error) {
 	switch v := n.(type) {
 	case refNode:
 		other := lab.blocks[v.path[0]]
@@ -372,16 +373,20 @@ func bindNode(n node, b *Block, lab *names) (node, error) {
 		if len(v.path) == 0 {
 			return nil, fmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)
 		}
-		if !knownMetric(v.path) {
-			return nil, fmt.Errorf("%q: no metric %q (see sim run --json for the names)", v.raw, strings.Join(v.path, "."))
+		if !knownMetric(v.path) && !(real && realMetric(v.path)) {
+			more := ""
+			if real {
+				more = ", or check.ID and runtime.KEY of a real run"
+			}
+			return nil, fmt.Errorf("%q: no metric %q (see sim run --json for the names%s)", v.raw, strings.Join(v.path, "."), more)
 		}
 		return v, nil
 	case binNode:
-		l, err := bindNode(v.l, b, lab)
+		l, err := bindNode(v.l, b, lab, real)
 		if err != nil {
 			return nil, err
 		}
-		r, err := bindNode(v.r, b, lab)
+		r, err := bindNode(v.r, b, lab, real)
 		if err != nil {
 			return nil, err
 		}
@@ -390,7 +395,7 @@ func bindNode(n node, b *Block, lab *names) (node, error) {
 		out := make(listNode, len(v))
 		for i, e := range v {
 			var err error
-			if out[i], err = bindNode(e, b, lab); err != nil {
+			if out[i], err = bindNode(e, b, lab, real); err != nil {
 				return nil, err
 			}
 		}

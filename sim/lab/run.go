@@ -30,6 +30,12 @@ type VariantResult struct {
 	Error    string        `json:"error,omitempty"`
 	Scenario *sim.Scenario `json:"-"`
 	Series   *sim.Series   `json:"-"`
+	// A real run's statements about the software that ran, which
+	// real_expect reads as check.ID and runtime.KEY: what a probing
+	// script's statements returned or threw (PHP's identity.php), and the
+	// runtime's versions and features.
+	Checks  map[string]string `json:"checks,omitempty"`
+	Runtime map[string]string `json:"runtime,omitempty"`
 }
 
 // BlockResult is the outcome of one block: every variant and every
@@ -272,6 +278,15 @@ func MetricsOf(v *VariantResult) map[string]any {
 	} else {
 		out["error"] = nil
 	}
+	for name, m := range map[string]map[string]string{"check": v.Checks, "runtime": v.Runtime} {
+		if m != nil {
+			o := make(map[string]any, len(m))
+			for k, s := range m {
+				o[k] = s
+			}
+			out[name] = o
+		}
+	}
 	return out
 }
 
@@ -295,4 +310,38 @@ var metricNames = func() map[string]bool {
 
 func knownMetric(path []string) bool {
 	return metricNames[strings.Join(path, ".")] || knownChainMetric(path)
+}
+
+// realMetric: check.ID or runtime.KEY, which only a real run has.
+func realMetric(path []string) bool {
+	return len(path) == 2 && (path[0] == "check" || path[0] == "runtime") && nameRE.MatchString(path[1])
+}
+
+// CheckReal evaluates b's real_expect statements against a real run's
+// results by block id (or a record's, see Record).
+func (b *Block) CheckReal(results map[string]*BlockResult) []Check {
+	m := Metrics{}
+	for _, id := range b.realNeeds() {
+		if r := results[id]; r != nil {
+			m[id] = blockMetrics(r)
+		}
+	}
+	checks := make([]Check, 0, len(b.RealExpects))
+	for _, x := range b.RealExpects {
+		checks = append(checks, x.eval(m))
+	}
+	return checks
+}
+
+// realNeeds lists the blocks b's real_expect statements read, b first.
+func (b *Block) realNeeds() []string {
+	ids := []string{b.ID}
+	for _, x := range b.RealExpects {
+		for _, id := range x.blocks() {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
 }

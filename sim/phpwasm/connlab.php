@@ -9,6 +9,12 @@ function connlab_input(string $k, string $def = ''): string
     return ($v === false || $v === null) ? $def : (string) $v;
 }
 
+// An exception the lab's code does not catch ends the request, as it
+// would under PHP-FPM; the driver reports its class and message.
+set_exception_handler(function (Throwable $e) {
+    echo json_encode(['error' => get_class($e) . ': ' . $e->getMessage()]), "\n";
+});
+
 define('API_URL', connlab_input('CONNLAB_URL'));
 define('CALLS', (int) connlab_input('CONNLAB_CALLS', '1'));
 (function () {
@@ -27,13 +33,23 @@ define('CALLS', (int) connlab_input('CONNLAB_CALLS', '1'));
         $opts[CURLOPT_MAXAGE_CONN] = (int) $v;
     }
     define('API_OPTIONS', $opts);
-    // This request's share set: names, or constants' values (JSON).
+    // This request's share set (JSON): a constant's name ("dns" for
+    // CURL_LOCK_DATA_DNS, or any constant: "CURLOPT_URL"), or a PHP string
+    // in single quotes ("'connect'"), as the lab's share_sets writes them.
     $set = json_decode(connlab_input('CONNLAB_SHARE_SET', '["DNS","CONNECT","SSL_SESSION"]'), true);
     define('SHARE_OPTIONS', array_map(function ($n) {
-        if (is_string($n) && defined('CURL_LOCK_DATA_' . strtoupper($n))) {
-            return constant('CURL_LOCK_DATA_' . strtoupper($n));
+        if (!is_string($n)) {
+            return $n;
         }
-        return $n;
+        if (strlen($n) >= 2 && $n[0] === "'" && substr($n, -1) === "'") {
+            return substr($n, 1, -1);
+        }
+        foreach (['CURL_LOCK_DATA_' . strtoupper($n), strtoupper($n)] as $c) {
+            if (defined($c)) {
+                return constant($c);
+            }
+        }
+        throw new Error("connlab: share_sets element \"$n\" names no PHP constant (write one, or a PHP string in single quotes)");
     }, $set ?? []));
 })();
 
@@ -83,9 +99,3 @@ function check(string $what, callable $f): void
     }
     echo json_encode($out), "\n";
 }
-
-// An exception the lab's code does not catch ends the request, as it
-// would under PHP-FPM; the driver reports its class and message.
-set_exception_handler(function (Throwable $e) {
-    echo json_encode(['error' => get_class($e) . ': ' . $e->getMessage()]), "\n";
-});

@@ -86,6 +86,12 @@ type doneVariant struct {
 	// HarnessOverheadMS: what the harness adds to a reused call at the
 	// variant's RTT (harness.Tare), part of the comparison's tolerance.
 	HarnessOverheadMS float64 `json:"harness_overhead_ms,omitempty"`
+	// A real run's: the software that ran (runtime.name), what its
+	// probing script printed (checks), and for a variant the model rejects
+	// the model's words (model_error) beside the real software's (error).
+	Runtime    map[string]string `json:"runtime,omitempty"`
+	Checks     map[string]string `json:"checks,omitempty"`
+	ModelError string            `json:"model_error,omitempty"`
 }
 
 type outDone struct {

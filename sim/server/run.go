@@ -430,7 +430,7 @@ func (r *run) stopped(ctx context.Context, err error) error {
 func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) outDone {
 	d := outDone{Type: "done", ID: r.id, Checks: checks, ElapsedMS: float64(time.Since(r.started).Microseconds()) / 1000}
 	for _, v := range res.Variants {
-		dv := doneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error}
+		dv := doneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error, Runtime: v.Runtime, Checks: v.Checks}
 		if model != nil {
 			for _, mv := range model.Variants {
 				if mv.Name == v.Name && mv.Summary != nil {
@@ -438,6 +438,9 @@ func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) outDone {
 					if v.Summary != nil {
 						dv.Compare = harness.ComparePhases(mv.Summary, v.Summary, harness.DefaultTolerance)
 					}
+				}
+				if mv.Name == v.Name && mv.Summary == nil && mv.Error != "" && v.Runtime != nil {
+					dv.ModelError = harness.ModelText(mv.Error) // the real software ran what the model rejects
 				}
 			}
 		}

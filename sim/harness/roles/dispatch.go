@@ -58,6 +58,12 @@ type dispatcher struct {
 	spares    []*workerProc
 	spawned   int
 	lingering int // retired processes waiting for the run's end (wire.Job.Linger)
+	// command makes a worker process and its config line; nil: this
+	// binary as the harness's own worker (spawn). low: it starts at the
+	// lowest priority (during a run) and should raise it when ready.
+	command func(low bool) (*exec.Cmd, []byte, error)
+	// running: the run has begun (start has returned).
+	running bool
 }
 
 // maxLinger bounds the retired worker processes left until the run ends;
@@ -124,6 +130,9 @@ func (d *dispatcher) start(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	d.mu.Lock()
+	d.running = true
+	d.mu.Unlock()
 	return nil
 }
 
@@ -131,14 +140,22 @@ func (d *dispatcher) start(ctx context.Context) error {
 // this binary.
 func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	lp := d.lp
-	// The process stamps its events with worker 1; read puts its slot in.
-	cfg := wire.WorkerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: 1, Upstream: lp.upstreamAddr,
-		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM, Warm: &lp.job.Certs, Nice: lp.raised}
-	raw, err := json.Marshal(cfg)
+	var cmd *exec.Cmd
+	var raw []byte
+	var err error
+	// The harness's own workers always start low and rise when ready;
+	// another program (a PHP runtime, seconds of warm-up) starts low only
+	// when it replaces one during the run, so that before the run the
+	// workers warm up at the lab process's priority.
+	low := lp.raised && (d.command == nil || d.running)
+	if d.command != nil {
+		cmd, raw, err = d.command(low)
+	} else {
+		cmd, raw, err = lp.ownWorker()
+	}
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(lp.exe, Command, RoleWorker)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = kernel.ChildAttr()
 	stdin, err := cmd.StdinPipe()
@@ -150,7 +167,7 @@ func (d *dispatcher) spawn(id int) (*workerProc, error) {
 		return nil, err
 	}
 	start := cmd.Start
-	if lp.raised {
+	if low {
 		start = func() error { return kernel.StartLowPriority(cmd) } // see wire.WorkerConfig.Nice
 	}
 	if err := start(); err != nil {
@@ -168,6 +185,19 @@ func (d *dispatcher) spawn(id int) (*workerProc, error) {
 	}
 	go d.read(p, stdout)
 	return p, nil
+}
+
+// ownWorker is the harness's own worker process: this binary, told what
+// the scenario and servers are.
+func (lp *labProc) ownWorker() (*exec.Cmd, []byte, error) {
+	// The process stamps its events with worker 1; read puts its slot in.
+	cfg := wire.WorkerConfig{Setup: lp.job.Setup, Scenario: lp.job.Scenario, Worker: 1, Upstream: lp.upstreamAddr,
+		DNS: lp.dnsAddr, Redis: lp.redisAddr, CAPEM: lp.job.Certs.CAPEM, Warm: &lp.job.Certs, Nice: lp.raised}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return exec.Command(lp.exe, Command, RoleWorker), raw, nil
 }
 
 // read forwards a worker's events and completions.
@@ -193,10 +223,17 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 			// same slot numbers its connections from 1 again.
 			d.lp.emitWorker(-p.serial, &e)
 		case m.Ready:
+			if m.Info != nil {
+				d.lp.workerInfo(p.serial, m.Info, false)
+			}
 			if !readyClosed {
 				close(p.ready)
 				readyClosed = true
 			}
+		case m.Info != nil:
+			d.lp.workerInfo(p.serial, m.Info, true)
+		case m.Check != nil:
+			d.lp.workerCheck(m.Check)
 		case m.Done > 0:
 			d.mu.Lock()
 			r := d.reqs[m.Done]

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -42,6 +43,14 @@ type labProc struct {
 	done      int
 	lastNote  time.Time
 	wallStart time.Time
+
+	// A setup whose workers are not the harness's own sets these:
+	// workerCommand makes a worker process and its config line, and
+	// beforeRun runs once the workers are ready, before the run; php is
+	// what PHP workers said.
+	workerCommand func(low bool) (*exec.Cmd, []byte, error)
+	beforeRun     func(ctx context.Context, d *dispatcher) error
+	php           *phpState
 }
 
 func (lp *labProc) since(t time.Time) time.Duration { return t.Sub(lp.t0) }
@@ -172,7 +181,7 @@ func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 			return nil, err
 		}
 	}
-	if s.TLS != "none" && s.HandshakeCPU == 0 {
+	if s.TLS != "none" && s.HandshakeCPU == 0 && !st.ownTLS {
 		hs, err := servers.MeasureHandshake(&job.Certs, s.TLS, s.Cert)
 		if err != nil {
 			return nil, fmt.Errorf("harness: measuring a TLS handshake: %w", err)
@@ -251,9 +260,15 @@ func (lp *labProc) runWorkers(ctx context.Context, rep *wire.Report, cleanup *[]
 		return nil, err
 	}
 	d := newDispatcher(lp, s, rand.New(rand.NewPCG(lp.job.Seed, 1)))
+	d.command = lp.workerCommand
 	*cleanup = append(*cleanup, d.stop)
 	if err := d.start(ctx); err != nil {
 		return nil, err
+	}
+	if lp.beforeRun != nil {
+		if err := lp.beforeRun(ctx, d); err != nil {
+			return nil, err
+		}
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, lp.job.Isolated))
 	settle()

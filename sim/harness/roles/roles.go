@@ -14,6 +14,11 @@
 //	     ├─ redis-server, nginx           their own processes, files in LabJob.Dir
 //	     └─ sim __harness-role worker × workers (+ spares)
 //	          stdin: {"config": WorkerConfig}, {"job"}…    stdout: {"ready"}, {"ev"}…, {"done"}…
+//
+// The php setups' workers are node sim/phpwasm/node/driver.mjs instead (PHP
+// 8.5 in WebAssembly, or in front of a php -S): the same lines, plus an
+// info line with ready (what PHP runs on, and what its calls cost), a
+// measure job answered by another info line, and check lines (php.go).
 package roles
 
 import (

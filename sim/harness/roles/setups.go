@@ -2,8 +2,10 @@ package roles
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/wire"
@@ -25,6 +27,12 @@ type setup struct {
 	// model is run on what really happens; it returns a note for each
 	// change.
 	adjust func(s *sim.Scenario) []string
+	// compress is the factor long timers are divided by when the run does
+	// not name one (0: the harness's default).
+	compress float64
+	// ownTLS: the workers measure their own TLS handshake; the lab
+	// process does not measure Go's.
+	ownTLS bool
 }
 
 var setups = map[string]setup{
@@ -51,6 +59,79 @@ var setups = map[string]setup{
 		doc: "a closed-loop load generator calls a reverse proxy (a Go one, or nginx with --real nginx) whose workers call the upstream, with or without upstream keep-alive",
 		run: (*labProc).runProxy,
 	},
+	wire.SetupPHP: {
+		doc:      "the lab's own PHP scripts (script = \"...\" in the block, from the folder named after the lab) on PHP 8.5 compiled to WebAssembly (npm's @php-wasm, installed by make php), one runtime per worker process (node sim/phpwasm/node/driver.mjs): a request is one PHP request, pm.max_requests replaces a worker's runtime, CLI mode runs each request in a fresh one. Long timers are divided by 10, not 100: libcurl takes its DNS cache timeout and idle age in whole seconds. What a TLS handshake and a call cost PHP in WebAssembly is measured before each run and given to the model (handshake_cpu, client_cpu). Without Node.js or the package, the http setup's Go workers stand in, and the output says so",
+		run:      (*labProc).runPHP,
+		adjust:   curlTimers,
+		compress: PHPCompress,
+		ownTLS:   true,
+	},
+	wire.SetupPHPNative: {
+		doc:      "the same scripts on the php on PATH (Debian's PHP 8.2 with its libcurl and OpenSSL), one php -S process per worker behind the same driver; the API's name is given its address (CURLOPT_RESOLVE). Not run where no php with the curl extension is installed",
+		run:      (*labProc).runPHP,
+		adjust:   curlTimers,
+		compress: PHPCompress,
+		// Its handshakes are native OpenSSL's against the Go upstream: the
+		// lab process's measured Go handshake (Go's signing, the server's
+		// part, is most of it) is closer than OpenSSL's speed on both ends.
+	},
+}
+
+// PHPCompress divides the long timers of the php setups: curl takes
+// CURLOPT_DNS_CACHE_TIMEOUT and CURLOPT_MAXAGE_CONN in whole seconds, so
+// 60 s and 118 s cannot be divided by 100 (0.6 s would be 1 s, or 0 with
+// no cache at all); divided by 10 they are 6 s and 11.8 s, which curl is
+// given as 6 s and 12 s. PHP's new calls in WebAssembly also take over a
+// hundred milliseconds on a busy machine: a keep-alive timeout of 750 ms
+// would close the connections of four workers taking turns.
+const PHPCompress = 10
+
+// curlTimers gives the model the timers libcurl really gets: whole
+// seconds, at least 1 (0 turns curl's DNS cache off), and no maximum
+// lifetime (CURLOPT_MAXLIFETIME_CONN is libcurl 7.80's: PHP 8.5 in
+// WebAssembly has 7.69.1, and Debian's 7.88.1 leaves it off).
+func curlTimers(s *sim.Scenario) []string {
+	var notes []string
+	for _, t := range []struct {
+		key string
+		d   *time.Duration
+	}{{"dns_cache_timeout", &s.DNSCacheTimeout}, {"max_idle_age", &s.MaxIdleAge}} {
+		if *t.d == 0 {
+			continue
+		}
+		w := max(time.Second, t.d.Round(time.Second))
+		if w != *t.d {
+			notes = append(notes, fmt.Sprintf("%s %s→%s (curl takes whole seconds)", t.key, sim.FormatDuration(*t.d), sim.FormatDuration(w)))
+			*t.d = w
+		}
+	}
+	if s.MaxLifetime != 0 {
+		notes = append(notes, fmt.Sprintf("max_lifetime %s→0s (libcurl before 8.17 keeps a connection for any time)", sim.FormatDuration(s.MaxLifetime)))
+		s.MaxLifetime = 0
+	}
+	// libcurl has not resumed a TLS 1.2 session with this upstream in any
+	// try (curl 7.88.1's command line, PHP 8.2 with it, PHP 8.5 with
+	// 7.69.1: a new connection after a closed one makes a full handshake,
+	// no "SSL re-using session ID"), though openssl s_client resumes there
+	// and curl resumes with openssl s_server. The cause is not found; the
+	// run is made of what happens.
+	if s.TLSResume && s.TLS == "1.2" {
+		notes = append(notes, "tls_resume true→false: libcurl makes a full TLS 1.2 handshake on every new connection to this upstream")
+		s.TLSResume = false
+	}
+	if len(notes) == 0 {
+		return nil
+	}
+	return []string{"curl's timers, in the model too: " + strings.Join(notes, ", ")}
+}
+
+// Compress is the factor setup divides long timers by when the run names
+// none.
+func Compress(setupName string) float64 {
+	if st, ok := setups[setupName]; ok && st.compress > 0 {
+		return st.compress
+	}
+	return 0
 }
 
 // Setups lists the setups there are, sorted.

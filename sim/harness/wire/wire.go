@@ -27,8 +27,9 @@
 //
 // worker process → lab process, on stdout:
 //
-//	{"ready": true}          warmed up; jobs may come
+//	{"ready": true}          warmed up; jobs may come ({"info": {...}} with it: see Msg.Info)
 //	{"ev": event}            its calls, its connections' opens and closes, port errors (worker 1)
+//	{"check": {...}}         a statement of a script that probes the software (Msg.Check)
 //	{"done": req, "fail": bool, "end": unix_ns}   request req finished (fail: a call failed)
 //	{"error": "text"}        the worker cannot go on
 //
@@ -69,9 +70,11 @@ import (
 // Setups a variant can run on for real (the scenario's setup key, once
 // "auto" is resolved).
 const (
-	SetupHTTP  = "http"
-	SetupRedis = "redis"
-	SetupProxy = "proxy"
+	SetupHTTP      = "http"
+	SetupRedis     = "redis"
+	SetupProxy     = "proxy"
+	SetupPHP       = "php"
+	SetupPHPNative = "php-native"
 )
 
 // Msg is one line between the harness's processes: one message (Done
@@ -89,6 +92,12 @@ type Msg struct {
 	End   int64 `json:"end,omitempty"`  // ... at this time, Unix nanoseconds
 	// lab process → worker
 	Job *Job `json:"job,omitempty"`
+	// Info, with Ready, is what a worker that is not the harness's own
+	// says about the software it runs (the php setup: phpwasm.Info), and
+	// Check one statement of a script that probes it (phpwasm.Check); the
+	// setup that starts such workers reads both.
+	Info  json.RawMessage `json:"info,omitempty"`
+	Check json.RawMessage `json:"check,omitempty"`
 }
 
 // Job asks a worker to serve one web request.
@@ -105,6 +114,10 @@ type Job struct {
 	// process exiting while others serve slows their calls down, which the
 	// model has no cost for.
 	Linger bool `json:"linger,omitempty"`
+	// Measure asks a worker that measures its own costs (the php setup:
+	// a TLS handshake, a call on a kept connection) to measure them again
+	// now and answer with an info line; Req is 0.
+	Measure bool `json:"measure,omitempty"`
 }
 
 // LabJob is what a lab process is asked to run: one variant, already
@@ -123,6 +136,38 @@ type LabJob struct {
 	// after it, however it ends: the servers' files (nginx's prefix,
 	// redis-server's folder) go there.
 	Dir string `json:"dir,omitempty"`
+	// PHP says what the php and php-native setups run (found by the
+	// parent, which falls back to another setup when it cannot).
+	PHP *PHPJob `json:"php,omitempty"`
+}
+
+// PHPJob is the program of a PHP worker process and the lab's script it
+// runs: node Driver (PHP 8.5 in WebAssembly), or with Binary the php CLI
+// on PATH behind the same driver.
+type PHPJob struct {
+	Node   string `json:"node"`
+	Driver string `json:"driver"`
+	Script string `json:"script"`
+	Binary string `json:"binary,omitempty"`
+}
+
+// Runtime is what a worker implementation other than the harness's own
+// ran and measured (the php setups): its name and versions, the CPU it
+// spends besides the network, which the model is given under the keys of
+// the same names (the handshake's is Report.HandshakeCPU), and the timers
+// it was given.
+type Runtime struct {
+	Name          string            `json:"name"`
+	Versions      map[string]string `json:"versions,omitempty"`
+	ConnectCPU    time.Duration     `json:"connect_cpu,omitempty"`
+	ClientCPU     time.Duration     `json:"client_cpu,omitempty"`
+	ClientReadCPU time.Duration     `json:"client_read_cpu,omitempty"`
+	// RequestCPU: a request's own cost besides its calls (the model adds
+	// it to app_time).
+	RequestCPU time.Duration `json:"request_cpu,omitempty"`
+	// CurlTimers: curl's DNS cache timeout and maximum idle age, whole
+	// seconds, as the worker processes gave them to curl.
+	CurlTimers map[string]int `json:"curl_timers,omitempty"`
 }
 
 // Report is what a lab process measured besides the events.
@@ -139,10 +184,16 @@ type Report struct {
 	// KernelSpread: the kernel, not the harness, spread the connections
 	// over the workers (nginx's worker processes accept them).
 	KernelSpread bool `json:"kernel_spread,omitempty"`
-	// HandshakeCPU is Go's full TLS handshake measured in the lab process
-	// (servers.MeasureHandshake); 0 without TLS or when the scenario sets
-	// its own.
+	// HandshakeCPU is a full TLS handshake's CPU as the run's clients pay
+	// it: Go's, measured in the lab process (servers.MeasureHandshake), or
+	// the workers' own (the php setups); 0 without TLS or when the
+	// scenario sets its own.
 	HandshakeCPU time.Duration `json:"handshake_cpu,omitempty"`
+	// Runtime: the software the workers ran, when it is not the harness's
+	// own; Checks: what its probing script's statements returned or threw,
+	// by id (a statement's notices under ID_notice).
+	Runtime *Runtime          `json:"runtime,omitempty"`
+	Checks  map[string]string `json:"checks,omitempty"`
 }
 
 // WorkerConfig is what a worker process is told when it starts.

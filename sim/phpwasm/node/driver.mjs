@@ -2,8 +2,9 @@
 // (PHP 8.5 compiled to WebAssembly, @php-wasm), so the process's lifetime is
 // the runtime's, as a PHP-FPM child's. It speaks the harness's worker line
 // protocol on stdin/stdout (JSON lines): a {"config": ...} line, then
-// {"job": ...} lines; it answers {"ready": true}, {"ev": ...} events,
-// {"done": req, "fail": bool, "end": unixNanos} and {"error": "..."}.
+// {"job": ...} lines; it answers {"ready": true, "info": {...}}, {"ev": ...}
+// events, {"check": {...}} (what a probing script printed), {"done": req,
+// "fail": bool, "end": unixNanos, "cpu_us": n} and {"error": "..."}.
 //
 // Each job runs the lab's PHP script as one request (php.run: request
 // startup and shutdown), so request-scoped handles die and
@@ -35,6 +36,8 @@ const require = createRequire(import.meta.url);
 const KIND = { call: 0, open: 1, close: 3 };
 
 const out = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+// CONNLAB_DRIVER_DEBUG=FILE appends what the driver does to FILE.
+const debug = (msg) => process.env.CONNLAB_DRIVER_DEBUG && fs.appendFileSync(process.env.CONNLAB_DRIVER_DEBUG, `${(performance.timeOrigin + performance.now()).toFixed(1)} ${process.pid} ${msg}\n`);
 // A signal ends the process through its exit handlers, which stop what it
 // started (php -S, its temporary folder).
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1)));
@@ -116,12 +119,17 @@ const scheme = s.TLS === 'none' ? 'http' : 'https';
 const url = `${scheme}://${apiHost}:${upPort}/v1/geocode`;
 const worker = cfg.worker || 1;
 // curl's DNS cache timeout and maximum idle age, from the (scaled)
-// scenario, in the whole seconds curl takes (at least 1: 0 would turn the
-// DNS cache off). The ready line says what curl got, so the model can be
-// given the same.
-const wholeSeconds = (ns) => (ns === undefined ? undefined : Math.max(1, Math.round(ns / 1e9)));
+// scenario, in the whole seconds curl takes (at least 1 where the
+// scenario has a timer). The ready line says what curl got, so the model
+// can be given the same. 0 means what it means in the model: no DNS cache
+// (curl's 0 too), no idle limit (curl is given the longest it takes).
+const wholeSeconds = (ns) => (!ns ? 0 : Math.max(1, Math.round(ns / 1e9)));
 const curlTimers = { dns_cache_timeout: wholeSeconds(s.DNSCacheTimeout), maxage_conn: wholeSeconds(s.MaxIdleAge) };
 const holdMs = (s.DNS || 0) / 1e6; // the DNS server answers at once; the wait is here (as the Go worker's resolver.hold)
+// php.connect_delay (ns): each connection is reported connected this long
+// after connect() was called (the harness passes the scenario's RTT; the
+// upstream then delays only the bytes, not the TCP handshake).
+const connectDelayNs = BigInt(Math.max(0, Math.round(php.connect_delay || 0)));
 
 // --- run clock and events --------------------------------------------
 let base = null; // the run's start, Unix ns (BigInt)
@@ -130,7 +138,6 @@ let quiet = false; // warm-up: its connections are not the run's
 const emit = (ev) => quiet || out({ ev });
 
 // --- sockets: the fake WebSocket that is a TCP connection ---------------
-let memory = null; // the wasm memory, for socket options
 let nextConn = 0;
 let pendingSock = null; // the emscripten socket a URL was made for
 const open = new Set();
@@ -169,7 +176,11 @@ class TCPPeer extends EventEmitter {
     }
     this.tcp = net.connect({ host: m[1], port: Number(m[2]), allowHalfOpen: true });
     open.add(this);
-    this.tcp.on('connect', () => {
+    this.tcp.on('connect', async () => {
+      // The TCP handshake's round trip, as the harness's own dialer waits
+      // it: curl sees the socket writable (connected) only then.
+      if (connectDelayNs > 0 && !quiet) await sleepUntil(this.started + connectDelayNs);
+      if (this.closed) return;
       this.localPort = this.tcp.localPort;
       portOf.set(this.id, this.localPort);
       this.readyState = 1;
@@ -178,6 +189,7 @@ class TCPPeer extends EventEmitter {
     });
     this.tcp.on('data', (b) => this.emit('message', b, true));
     this.tcp.on('end', () => {
+      debug(`conn ${this.id} lp ${this.localPort}: the server closed (FIN)`);
       // The server closed: reads now see end of file. The socket stays
       // half open (CLOSE_WAIT) until libcurl closes it.
       this.peerEOF = true;
@@ -191,9 +203,28 @@ class TCPPeer extends EventEmitter {
     });
   }
   send(data) {
-    this.tcp.write(Buffer.from(data));
+    const b = Buffer.from(data);
+    this.lastSend = performance.now();
+    // A TLS 1.2 alert record (content type 21) is how libcurl ends a
+    // connection: close_notify, then close() at once. In WebAssembly the
+    // runtime frees the connection's TLS objects in between, 5-30 ms, with
+    // the event loop (and so the FIN) held up: the server read the alert
+    // first, closed first and held the TIME_WAIT that the client holds
+    // (one connection in ten). The alert is held back and leaves with the
+    // FIN (close), as a native client's would. (TLS 1.3 encrypts the
+    // alert's type.)
+    if (b.length >= 5 && b[0] === 21 && b[1] === 3 && b.length === 5 + b.readUInt16BE(3)) {
+      this.heldAlert = b;
+      return;
+    }
+    if (this.heldAlert) {
+      this.tcp.write(this.heldAlert);
+      this.heldAlert = null;
+    }
+    this.tcp.write(b);
   }
   setSocketOpt(level, name, valuePtr) {
+    const memory = this.memory();
     const v = memory ? new Int32Array(memory.buffer)[valuePtr >> 2] : 1;
     if (level === 6 && name === 1) this.tcp?.setNoDelay(!!v);
     if (level === 1 && name === 9) this.tcp?.setKeepAlive(!!v);
@@ -206,9 +237,20 @@ class TCPPeer extends EventEmitter {
       open.delete(this);
       const by = this.peerEOF ? 'server' : 'client';
       emit({ k: KIND.close, at: since(nowNs()), n: this.id, lp: this.localPort, by, rs: this.peerEOF ? 'closed' : closeReason });
-      this.tcp.end();
-      this.tcp.destroySoon?.();
+      debug(`close conn ${this.id} lp ${this.localPort} by ${by}, last send ${(performance.now() - (this.lastSend || 0)).toFixed(2)} ms ago`);
+      // The alert and the FIN leave together, once the event loop runs
+      // (Node half-closes a socket there, not in this call).
+      const tcp = this.tcp;
+      const alert = this.heldAlert;
+      setImmediate(() => {
+        if (alert) tcp.write(alert);
+        tcp.end();
+        tcp.destroySoon?.();
+      });
     }
+  }
+  memory() {
+    return null; // a runtime's own subclass says (newRuntime)
   }
   addEventListener(ev, f) {
     this.on(ev, f);
@@ -252,9 +294,11 @@ if (!NATIVE) {
   wasmModule = await WebAssembly.compile(fs.readFileSync(loader.dependencyFilename));
 }
 
-function patchImports(env, getExports) {
+// patchImports wraps a runtime's imports; getExports and getMemory give
+// that runtime's (each runtime has its own memory).
+function patchImports(env, getExports, getMemory) {
   const cstr = (p) => {
-    const b = new Uint8Array(memory.buffer);
+    const b = new Uint8Array(getMemory().buffer);
     let e = p;
     while (b[e]) e++;
     return Buffer.from(b.subarray(p, e)).toString();
@@ -269,7 +313,7 @@ function patchImports(env, getExports) {
         if (a.error) return -2; // EAI_NONAME: curl reports "Could not resolve host"
         const ex = getExports();
         if (!ipPtr) ipPtr = ex.malloc(16);
-        new Uint8Array(memory.buffer).set(Buffer.from(a.addr + '\0'), ipPtr);
+        new Uint8Array(getMemory().buffer).set(Buffer.from(a.addr + '\0'), ipPtr);
         return origGAI(ipPtr, service, hint, res);
       }
     }
@@ -283,8 +327,9 @@ function patchImports(env, getExports) {
   }
 }
 
-async function newRuntime(lab = true) {
+async function newRuntime() {
   let inst = null;
+  let memory = null;
   const id = await loadPHPRuntime(loader, {
     websocket: {
       subprotocol: 'binary',
@@ -292,10 +337,15 @@ async function newRuntime(lab = true) {
         pendingSock = sock;
         return `ws://${addr}:${port}/`;
       },
-      decorator: () => TCPPeer,
+      // This runtime's sockets read socket options from its memory.
+      decorator: () => class extends TCPPeer {
+        memory() {
+          return memory;
+        }
+      },
     },
     instantiateWasm(info, done) {
-      patchImports(info.env, () => inst.exports);
+      patchImports(info.env, () => inst.exports, () => memory);
       WebAssembly.instantiate(wasmModule, info).then((i) => {
         inst = i;
         memory = info.env.memory || i.exports.memory;
@@ -305,30 +355,49 @@ async function newRuntime(lab = true) {
     },
   });
   const p = new PHP(id);
+  // php-wasm runs OPcache from a file cache only, with PHP's default
+  // file_update_protection of 2 s: a script written less than 2 s ago is
+  // compiled on every request and not cached, and the first request after
+  // that optimises and stores it (100-250 ms of CPU here). PHP-FPM's
+  // workers find their scripts long since cached; so does this one: no
+  // protection, and the lab's scripts are compiled before ready.
+  const ini = '/internal/shared/php.ini';
+  if (p.fileExists(ini)) p.writeFile(ini, p.readFileAsText(ini) + '\nopcache.file_update_protection = 0\n');
   p.mkdir('/connlab');
   p.writeFile('/connlab/connlab.php', fs.readFileSync(prepend));
-  if (!lab) return p;
   p.writeFile('/connlab/script.php', fs.readFileSync(php.script));
   p.writeFile('/connlab/run.php', "<?php\nrequire '/connlab/connlab.php';\nrequire '/connlab/script.php';\n");
   if (cfg.ca) p.writeFile('/connlab/ca.pem', Buffer.from(cfg.ca, 'base64'));
   return p;
 }
 
-// warmUp runs full HTTPS calls in a throwaway runtime against a private TLS
-// server of this process, with no delay, before the worker says it is
-// ready: V8 compiles PHP's WebAssembly lazily and optimises it as it runs,
-// so a fresh process's first calls are many times slower than a warm
-// worker's (a first call took 1.2 s). The compiled code belongs to the
-// module, which every runtime of this process shares; no connection,
-// session or DNS answer carries over. The same calls measure a full TLS
-// handshake here (curl's appconnect less connect on a path with no delay):
-// the CPU a handshake costs this client (and the private server).
-async function warmUp() {
-  const tls = await import('node:tls');
+// warmTarget and warmCalls: full calls with no delay, in requests of the
+// worker's own runtime, before the worker says it is ready. V8 compiles
+// PHP's WebAssembly lazily and optimises it as it runs, and the runtime's
+// OpenSSL and curl set themselves up on first use, so a fresh process's
+// first calls are many times slower than a warm worker's (a first call
+// took 1.2 s): a PHP-FPM worker has served other requests before. The
+// calls use plain curl handles, which die with their request, and the
+// name's address (CURLOPT_RESOLVE): no connection, TLS session or DNS
+// answer is left for the run. They go to php.warm_upstream (the harness's
+// server for this scenario, without delay or work) or else to a private
+// Node TLS server of this process, and they measure what this client costs
+// on top of the network: opening a TCP connection (curl's connect less
+// namelookup), a full TLS handshake (appconnect less connect), and on a
+// kept connection the work before the answer's first byte (starttransfer)
+// and after it (total less starttransfer).
+async function warmTarget() {
+  const tls = s.TLS !== 'none';
+  if (php.warm_upstream) {
+    const h = php.warm_upstream.slice(0, php.warm_upstream.lastIndexOf(':'));
+    if (!loopback(h)) fail(`php driver: warm_upstream ${php.warm_upstream} is not a loopback address`);
+    return { port: Number(php.warm_upstream.slice(php.warm_upstream.lastIndexOf(':') + 1)), ca: cfg.ca };
+  }
+  const mod = await import(tls ? 'node:tls' : 'node:net');
   const pem = Buffer.from(s.Cert === 'ecdsa-p256' ? cfg.warm.ECDSAPEM : cfg.warm.RSAPEM, 'base64').toString();
   const v = s.TLS === '1.2' ? 'TLSv1.2' : 'TLSv1.3';
   const body = 'x'.repeat(Math.max(0, Math.min(s.ResponseBytes || 200, 100000) - 100));
-  const srv = tls.createServer({ key: pem, cert: pem, minVersion: v, maxVersion: v, ecdhCurve: 'P-256', sessionTimeout: 0, ticketKeys: undefined }, (c) => {
+  const handler = (c) => {
     let buf = '';
     c.on('data', (d) => {
       buf += d;
@@ -338,44 +407,62 @@ async function warmUp() {
       }
     });
     c.on('error', () => {});
-  });
+  };
+  const srv = tls ? mod.createServer({ key: pem, cert: pem, minVersion: v, maxVersion: v, ecdhCurve: 'P-256', sessionTimeout: 0 }, handler) : mod.createServer(handler);
   srv.on('tlsClientError', () => {});
   await new Promise((ok) => srv.listen(0, '127.0.0.1', ok));
-  const port = srv.address().port;
-  const w = await newRuntime(false);
-  w.writeFile('/connlab/ca.pem', Buffer.from(cfg.warm.CAPEM, 'base64'));
-  w.writeFile('/connlab/warm.php', `<?php
-for ($i = 0; $i < 12; $i++) {
-    $ch = curl_init('https://${apiHost}:${port}/');
-    curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => '/connlab/ca.pem',
-        CURLOPT_RESOLVE => ['${apiHost}:${port}:127.0.0.1'], CURLOPT_SSL_SESSIONID_CACHE => false]);
-    curl_exec($ch);
-    $hs = curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T);
-    curl_exec($ch);
-    echo curl_errno($ch) ? 'error: ' . curl_error($ch) : $hs, "\n";
-    curl_close($ch);
-}`);
-  let hs = [];
-  for (let round = 0; round < 2; round++) {
-    const r = await w.run({ scriptPath: '/connlab/warm.php' });
-    const ls = r.text.trim().split('\n');
-    if (ls.some((l) => l.startsWith('error'))) fail(`php driver: warm-up: ${ls.find((l) => l.startsWith('error'))}`);
-    hs = ls.map(Number);
-  }
-  w.exit?.();
-  srv.close();
-  hs.sort((a, b) => a - b);
-  return hs[hs.length >> 1] * 1000; // ns
+  srv.unref();
+  return { port: srv.address().port, ca: cfg.warm.CAPEM };
 }
 
-let handshakeCPU = 0;
-if (cfg.dns) startDNSThread(); // 0.2 s, before any lookup is timed
-if (!NATIVE && cfg.warm && s.TLS !== 'none') {
-  quiet = true;
-  handshakeCPU = await warmUp();
-  quiet = false;
-  nextConn = 0;
+// warmCalls runs the calls `rounds` times in runtime w and returns the
+// last round's medians (ns): connect, handshake, send and read (see above).
+let target = null;
+async function warmCalls(w, rounds) {
+  target ??= await warmTarget();
+  const tls = s.TLS !== 'none';
+  if (tls) w.writeFile('/connlab/warm-ca.pem', Buffer.from(target.ca, 'base64'));
+  w.writeFile('/connlab/warm.php', `<?php
+for ($i = 0; $i < 16; $i++) {
+    $ch = curl_init('${tls ? 'https' : 'http'}://${apiHost}:${target.port}/');
+    curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => '/connlab/warm-ca.pem',
+        CURLOPT_RESOLVE => ['${apiHost}:${target.port}:127.0.0.1'], CURLOPT_SSL_SESSIONID_CACHE => false]);
+    curl_exec($ch);
+    $co = curl_getinfo($ch, CURLINFO_CONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_NAMELOOKUP_TIME_T);
+    $hs = curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T);
+    curl_exec($ch);
+    $st = curl_getinfo($ch, CURLINFO_STARTTRANSFER_TIME_T);
+    $read = curl_getinfo($ch, CURLINFO_TOTAL_TIME_T) - $st;
+    echo curl_errno($ch) ? 'error: ' . curl_error($ch) : "$co $hs $st $read", "\n";
+    unset($ch); // closes its connection (curl_close() is deprecated in 8.5)
+}`);
+  let rows = [];
+  const wasQuiet = quiet;
+  quiet = true; // these connections are not the run's
+  for (let round = 0; round < rounds; round++) {
+    const r = await w.run({ scriptPath: '/connlab/warm.php' });
+    const ls = r.text.trim().split('\n');
+    if (ls.some((l) => !/^\d+ \d+ \d+ \d+$/.test(l))) fail(`php driver: warm-up: PHP printed ${JSON.stringify(r.text.replace(/<[^>]*>/g, '').trim().slice(0, 500))}`);
+    rows = ls.map((l) => l.split(' ').map(Number));
+  }
+  quiet = wasQuiet;
+  // A request's own cost besides its calls: request startup, the prepend,
+  // shutdown, reading its output (an empty script after the prepend).
+  w.writeFile('/connlab/empty.php', "<?php\nrequire '/connlab/connlab.php';\n");
+  const walls = [];
+  for (let i = 0; i < 9; i++) {
+    const env = requestEnv(1);
+    const t0 = performance.now();
+    const r = await w.run({ scriptPath: '/connlab/empty.php', $_SERVER: env, env });
+    r.text.split('\n');
+    walls.push(performance.now() - t0);
+  }
+  walls.sort((a, b) => a - b);
+  const median = (i) => rows.map((r) => r[i]).sort((a, b) => a - b)[rows.length >> 1] * 1000;
+  return { connect_cpu: median(0), handshake_cpu: tls ? median(1) : 0, client_cpu: median(2), client_read_cpu: median(3), request_cpu: Math.round(walls[walls.length >> 1] * 1e6) };
 }
+
+if (cfg.dns) startDNSThread(); // 0.2 s, before any lookup is timed
 // startNative starts `php -S` on a free loopback port with the script
 // (after the prepend) as its router, and returns a runtime whose run()
 // sends one request.
@@ -388,7 +475,7 @@ async function startNative() {
   fs.copyFileSync(php.script, path.join(dir, 'script.php'));
   fs.writeFileSync(path.join(dir, 'run.php'), "<?php\nrequire __DIR__ . '/connlab.php';\nrequire __DIR__ . '/script.php';\n");
   if (cfg.ca) fs.writeFileSync(path.join(dir, 'ca.pem'), Buffer.from(cfg.ca, 'base64'));
-  const v = JSON.parse(execFileSync(php.binary, ['-r', 'echo json_encode(["php" => PHP_VERSION, "curl" => curl_version()["version"], "ssl" => curl_version()["ssl_version"]]);']).toString());
+  const v = JSON.parse(execFileSync(php.binary, ['-r', probe.replace('<?php ', '')]).toString());
   const port = await new Promise((ok, bad) => {
     const l = net.createServer().listen(0, '127.0.0.1', () => {
       const p = l.address().port;
@@ -410,7 +497,7 @@ async function startNative() {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    versions: { ...v, runtime: `native ${php.binary}, php -S (one process)` },
+    info: { ...v, runtime: `native ${php.binary}, php -S (one process)` },
     child: { pid: child.pid, dir },
     caPath: path.join(dir, 'ca.pem'),
     exit: cleanup,
@@ -426,21 +513,57 @@ async function startNative() {
   };
 }
 
-let runtime, versions;
+// probe is what a runtime says about itself: versions, and whether the
+// API exists.
+const probe = `<?php $v = curl_version(); echo json_encode(["php" => PHP_VERSION, "curl" => $v["version"], "ssl" => $v["ssl_version"],
+  "persistent_share" => function_exists("curl_share_init_persistent")]);`;
+let runtime, info;
 if (NATIVE) {
   runtime = await startNative();
-  versions = runtime.versions;
+  info = runtime.info;
 } else {
   runtime = await newRuntime();
-  const r = await runtime.run({ code: '<?php $v = curl_version(); echo json_encode(["php" => PHP_VERSION, "curl" => $v["version"], "ssl" => $v["ssl_version"]]);' });
-  versions = { ...JSON.parse(r.text), runtime: `WebAssembly (${jspi ? 'JSPI' : 'Asyncify'}), Node ${process.versions.node}`, select_fix: FIX_SELECT, fast_yield: FAST_YIELD };
+  // The lab's scripts go into OPcache now (see newRuntime), and the
+  // runtime says what it is; no lab code runs.
+  const compiled = runtime.run({ code: probe.replace('<?php', `<?php
+foreach (['/connlab/connlab.php', '/connlab/script.php', '/connlab/run.php'] as $f) {
+    if (function_exists('opcache_compile_file') && !@opcache_compile_file($f)) {
+        echo json_encode(['error' => "$f: " . (error_get_last()['message'] ?? 'does not compile')]);
+        exit;
+    }
+}`) });
+  let r;
+  try {
+    r = await compiled;
+  } catch (e) {
+    // A fatal error (a script that does not compile) ends the request.
+    const why = (e.response?.errors || e.message || String(e)).replaceAll('/connlab/script.php', php.script).replaceAll('/connlab/connlab.php', prepend);
+    fail(`php driver: PHP cannot run the lab's script: ${why.trim().slice(0, 500)}`);
+  }
+  let v;
+  try {
+    v = JSON.parse(r.text);
+  } catch {
+    fail(`php driver: the runtime's probe printed ${JSON.stringify(r.text.slice(0, 300))}`);
+  }
+  if (v.error) fail(`php driver: ${v.error}`);
+  if (cfg.warm) {
+    Object.assign(v, await warmCalls(runtime, 2));
+    nextConn = 0;
+  }
+  let pkg = '';
+  try {
+    pkg = JSON.parse(fs.readFileSync(require.resolve('@php-wasm/node-8-5/package.json'))).version;
+  } catch {}
+  info = { ...v, runtime: `WebAssembly (${jspi ? 'JSPI' : 'Asyncify'}), Node ${process.versions.node}`, package: pkg ? `@php-wasm/node-8-5 ${pkg}` : '', select_fix: FIX_SELECT, fast_yield: FAST_YIELD };
 }
 
 // serve runs one web request; it returns whether a call failed.
-async function serve(j) {
+// requestEnv is what request req's script is told (connlab.php reads it).
+function requestEnv(req) {
   const calls = s.CallsPerRequest ?? 1;
   const sets = s.ShareSets && s.ShareSets.length ? s.ShareSets : [['dns', 'connect', 'ssl_session']];
-  const set = sets[(j.req - 1) % sets.length];
+  const set = sets[(req - 1) % sets.length];
   const env = {
     CONNLAB_URL: url,
     CONNLAB_CALLS: String(calls),
@@ -448,8 +571,13 @@ async function serve(j) {
     CONNLAB_SHARE_SET: JSON.stringify(set),
   };
   if (NATIVE) env.CONNLAB_RESOLVE = `${apiHost}:${upPort}:${upHost}`;
-  if (curlTimers.dns_cache_timeout) env.CONNLAB_DNS_CACHE_TIMEOUT = String(curlTimers.dns_cache_timeout);
-  if (curlTimers.maxage_conn) env.CONNLAB_MAXAGE_CONN = String(curlTimers.maxage_conn);
+  env.CONNLAB_DNS_CACHE_TIMEOUT = String(curlTimers.dns_cache_timeout);
+  env.CONNLAB_MAXAGE_CONN = String(curlTimers.maxage_conn || 2147483647);
+  return env;
+}
+
+async function serve(j) {
+  const env = requestEnv(j.req);
   if (s.AppTime) await new Promise((ok) => setTimeout(ok, s.AppTime / 1e6));
   closeReason = 'end-of-request';
   const started = nowNs();
@@ -470,7 +598,7 @@ async function serve(j) {
       m = { error: `PHP printed: ${line.slice(0, 300)}` };
     }
     if (m.check !== undefined) {
-      out({ php: { req: j.req, ...m } });
+      out({ check: { req: j.req, ...m } });
       continue;
     }
     if (m.call === undefined) {
@@ -508,6 +636,15 @@ async function serve(j) {
 
 // exit closes what the process keeps, as the kernel would at its exit.
 function closeAll() {
+  if (process.env.CONNLAB_DRIVER_DEBUG) {
+    try {
+      const st = { '06': 'TIME_WAIT', '08': 'CLOSE_WAIT', '05': 'FIN_WAIT2', '04': 'FIN_WAIT1', '0B': 'CLOSING', '09': 'LAST_ACK' };
+      for (const l of fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+        const f = l.trim().split(/\s+/);
+        if (f.length > 3 && st[f[3]]) debug(`tcp ${parseInt(f[1].split(':')[1], 16)} -> ${parseInt(f[2].split(':')[1], 16)} ${st[f[3]]}`);
+      }
+    } catch {}
+  }
   closeReason = 'worker-exit';
   runtime.exit?.();
   for (const p of [...open]) p.close();
@@ -529,9 +666,23 @@ async function settle() {
   }
 }
 if (cfg.warm && !NATIVE) await settle();
-out({ ready: true, versions, handshake_cpu: handshakeCPU, curl_timers: curlTimers, ...(runtime.child ? { child: runtime.child } : {}) });
+if (cfg.nice) {
+  // Started at the lowest priority so that a replacement warms up behind
+  // the requests in flight; ready, every thread takes the highest where
+  // allowed (a nice value is a thread's). In a PID namespace whose /proc is
+  // the host's, a thread's own ID is the last of its NSpid line.
+  const os = await import('node:os');
+  for (const t of fs.readdirSync('/proc/self/task')) {
+    try {
+      const ns = /^NSpid:\s+(.*)$/m.exec(fs.readFileSync(`/proc/self/task/${t}/status`, 'utf8'));
+      os.setPriority(Number(ns ? ns[1].trim().split(/\s+/).pop() : t), -20);
+    } catch {}
+  }
+}
+out({ ready: true, info: { ...info, curl_timers: curlTimers, ...(runtime.child ? { child: runtime.child } : {}) } });
 const running = [];
 let linger = false;
+let served = 0;
 for (;;) {
   const { value, done } = await it.next();
   if (done) break;
@@ -543,6 +694,16 @@ for (;;) {
   }
   const j = m.job;
   if (!j) continue;
+  debug(`job ${JSON.stringify(j)}`);
+  if (j.measure) {
+    // Measure again what warm-up measured, now (the harness asks once its
+    // workers are all ready, so that none is warming up beside it).
+    await Promise.all(running.splice(0));
+    const r = NATIVE || !cfg.warm ? {} : await warmCalls(runtime, 1);
+    if (served === 0) nextConn = 0;
+    out({ info: r });
+    continue;
+  }
   if (base === null && j.t0) base = BigInt(j.t0);
   if (j.exit) {
     linger = !!j.linger;
@@ -553,16 +714,19 @@ for (;;) {
   const p = (async () => {
     if (j.at) await sleepUntil(BigInt(j.at));
     const cpu0 = process.cpuUsage();
+    served++;
     const failed = await serve(j);
     const cpu = process.cpuUsage(cpu0);
     // cpu_us: this process's CPU time for the request (all threads).
     out({ done: j.req, fail: failed, end: Number(nowNs()), cpu_us: cpu.user + cpu.system });
+    debug(`done ${j.req}`);
   })();
   running.push(p);
   await p;
 }
 await Promise.all(running);
 closeAll();
+await new Promise((ok) => setImmediate(ok)); // the closes leave (see TCPPeer.close)
 if (linger) {
   for (;;) {
     const { done } = await it.next();

@@ -36,6 +36,11 @@ export class VariantData {
   overhead = 0; // ms the harness itself adds to a call (real runs)
   series: Sample[] | null = null;
   error = "";
+  // Real runs: the software that ran, what its probing script printed by
+  // check id, and the model's text for a variant the real software refused.
+  runtime: Record<string, string> | null = null;
+  checks: Record<string, string> | null = null;
+  modelError = "";
   truncated = 0;
   // Rows the build-time run had (calls, connections): charts take that room
   // from the start, so a run filling them does not shift the page.

@@ -65,14 +65,31 @@ export function renderSummary(root: HTMLElement, vs: VariantData[], real: boolea
   }
   table.createTHead().append(head);
   const body = table.createTBody();
-  const refused = vs.some((d) => d.error);
-  if (refused) {
-    const tr = el("tr", "refused");
-    const th = el("th", "", t("m_variant_error"));
+  const row = (cls: string, label: string, cell: (d: VariantData) => HTMLElement) => {
+    const tr = el("tr", cls);
+    const th = el("th", "", label);
     th.scope = "row";
     tr.append(th);
-    for (const d of vs) tr.append(el("td", d.error ? "bad" : "", d.error || "–"));
+    for (const d of vs) tr.append(cell(d));
     body.append(tr);
+  };
+  // What ran, in a real run: PHP's version, its libcurl and TLS library.
+  if (real && vs.some((d) => d.runtime?.name)) {
+    row("runtime", t("w_runtime"), (d) => el("td", d.runtime?.stand_in ? "bad" : "", d.runtime?.name || "–"));
+  }
+  if (vs.some((d) => d.error)) {
+    // A variant the software refused: in a real run, its own words beside the model's.
+    row("refused", t("m_variant_error"), (d) => {
+      const td = el("td", d.error ? "bad" : "", d.error || "–");
+      if (real && d.modelError) {
+        td.replaceChildren(el("span", "v real-error", d.error || "–"), el("span", "model model-error", t("w_model") + " " + d.modelError));
+      }
+      return td;
+    });
+  }
+  if (real) {
+    const ids = [...new Set(vs.flatMap((d) => Object.keys(d.checks || {})))].sort();
+    for (const id of ids) row("check", "check." + id, (d) => el("td", "", d.checks?.[id] ?? "–"));
   }
   for (const r of ROWS) {
     if (!interesting(vs, r)) continue;

@@ -50,6 +50,9 @@ export interface PhaseRow { phase: string; model_ms: number; measured_ms: number
 export interface DoneVariant {
   name: string; label?: string; summary?: Summary; error?: string;
   model?: Summary; compare?: PhaseRow[] | { phases?: PhaseRow[] }; series?: Sample[]; harness_overhead_ms?: number;
+  // A real run: what ran (runtime.name: "PHP 8.5.10 (WebAssembly …), libcurl …"), what its
+  // probing script's statements printed, and the model's words for a variant it rejects.
+  runtime?: Record<string, string>; checks?: Record<string, string>; model_error?: string;
 }
 
 // ServerMsg is any message of the server → client table of PROTOCOL.md.

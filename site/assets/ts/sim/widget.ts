@@ -465,6 +465,9 @@ export class Widget {
           if (!d) continue;
           if (v.summary) d.summary = v.summary;
           d.error = v.error || "";
+          d.runtime = v.runtime || null;
+          d.checks = v.checks || null;
+          d.modelError = v.model_error || "";
           d.model = v.model || null;
           d.compare = phaseRows(v.compare);
           d.overhead = v.harness_overhead_ms || 0;

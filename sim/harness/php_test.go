@@ -1,0 +1,245 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/phpwasm"
+)
+
+const phpLab = "php-persistent-share.md"
+
+// needPHP skips a test where PHP 8.5 (Node.js and make php) is missing.
+func needPHP(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	root, err := phpwasm.Root("../..")
+	if err == nil {
+		_, _, err = phpwasm.Find(root)
+	}
+	if err != nil {
+		t.Skipf("PHP 8.5 cannot run here: %v", err)
+	}
+}
+
+// TestPHPLab validates every block of the PHP lab on PHP 8.5 in
+// WebAssembly (and the before-8.5 row on the php on PATH): every variant
+// runs on PHP, its counts equal the model's, what the model rejects PHP
+// rejects with the same words, and every real_expect statement of the lab
+// holds. Phases are asserted as the other real-run tests do (not on a busy
+// machine).
+func TestPHPLab(t *testing.T) {
+	needPHP(t)
+	l := readLab(t, phpLab)
+	start := time.Now()
+	var bvs []*BlockValidation
+	for _, b := range l.Blocks {
+		bv := validateWith(t, b, testOptions(), true)
+		bvs = append(bvs, bv)
+		for _, v := range bv.Variants {
+			name := v.Runtime["name"]
+			switch {
+			case v.Setup == SetupPHP && !strings.HasPrefix(name, "PHP 8.5."):
+				t.Errorf("%s/%s ran on %q, want PHP 8.5.x", b.ID, v.Name, name)
+			case v.Setup == SetupPHPNative && v.Runtime == nil:
+				t.Logf("%s/%s: not run (%v)", b.ID, v.Name, v.Notes)
+			case v.Setup != SetupPHP && v.Setup != SetupPHPNative:
+				t.Errorf("%s/%s ran on the %s setup (%q), want php", b.ID, v.Name, v.Setup, name)
+			}
+			if v.ModelError != "" && v.RealError != v.ModelError {
+				t.Errorf("%s/%s: the model rejects it with %q, PHP with %q", b.ID, v.Name, v.ModelError, v.RealError)
+			}
+		}
+	}
+	if !CheckReal(l, bvs) {
+		for _, bv := range bvs {
+			for _, c := range bv.RealChecks {
+				if !c.OK {
+					t.Errorf("%s: real_expect %q does not hold on PHP: got %s", bv.ID, c.Expect, c.Got)
+				}
+			}
+		}
+	}
+	for _, bv := range bvs {
+		if bv.RealProblem != "" {
+			t.Errorf("%s: real_expect not checked: %s", bv.ID, bv.RealProblem)
+		}
+	}
+	t.Logf("the PHP lab on real PHP: %s (load %s)", time.Since(start).Round(time.Second), loadNow())
+}
+
+// TestPHPStandIn: asked for the stand-in (as when Node.js or the package
+// is missing), the php setup runs on the http setup's Go workers, says so,
+// and the lab's real_expect statements are not held to it.
+func TestPHPStandIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs")
+	}
+	l := readLab(t, phpLab)
+	b, err := l.Block("across-requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := testOptions()
+	opt.StandIn = true
+	bv := validateWith(t, b, opt, false)
+	for _, v := range bv.Variants {
+		if v.Setup != SetupHTTP || !strings.HasPrefix(v.Runtime["name"], StandInNote) || v.Runtime["stand_in"] == "" {
+			t.Errorf("%s: setup %q, runtime %v; want the Go stand-in, named", v.Name, v.Setup, v.Runtime)
+		}
+	}
+	CheckReal(l, []*BlockValidation{bv})
+	if bv.RealProblem == "" || !strings.Contains(bv.RealProblem, "stand-in") || len(bv.RealChecks) > 0 {
+		t.Errorf("real_expect on a stand-in: problem %q, checks %v; want not checked, saying why", bv.RealProblem, bv.RealChecks)
+	}
+}
+
+// TestPHPCleanup: whatever way a PHP run ends (done, a script PHP cannot
+// compile, cancelled as by Ctrl-C), no driver or php process it started is
+// left, and its lab process's folder is gone.
+func TestPHPCleanup(t *testing.T) {
+	needPHP(t)
+	dir := t.TempDir()
+	labFile := filepath.Join(dir, "cleanup.md")
+	if err := os.Mkdir(filepath.Join(dir, "cleanup"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(labsDir, "php-persistent-share", "persistent.php"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "cleanup", "persistent.php"), src, 0o644)
+	os.WriteFile(filepath.Join(dir, "cleanup", "broken.php"), []byte("<?php\nthis is not PHP;\n"), 0o644)
+	block := func(script string, requests int) *lab.Block {
+		body := "```sim {id=\"c\"}\nsetup = \"php\"\nreuse = \"process\"\nworkers = 2\nrtt = \"5ms\"\ndns = \"0s\"\nrequests = " + strconv.Itoa(requests) +
+			"\nscript = \"" + script + "\"\n```\n"
+		os.WriteFile(labFile, []byte(body), 0o644)
+		l, err := lab.ReadFile(labFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Blocks[0]
+	}
+	before := drivers(t)
+	check := func(when string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left := drivers(t) - before
+			if left <= 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: %d PHP driver processes are still running", when, left)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	tmpBefore := labDirs(t)
+	opt := testOptions()
+
+	if _, err := RunBlock(context.Background(), block("persistent.php", 4), opt); err != nil {
+		t.Errorf("a run that should succeed: %v", err)
+	}
+	check("after a run")
+
+	_, err = RunBlock(context.Background(), block("broken.php", 4), opt)
+	if err == nil || !strings.Contains(err.Error(), "broken.php") {
+		t.Errorf("a script PHP cannot compile: %v, want an error naming it", err)
+	}
+	check("after a failed run")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	o := opt
+	var once sync.Once
+	o.Progress = func(msg string) {
+		if strings.Contains(msg, "of 3000 requests") { // the run is under way
+			once.Do(func() { time.AfterFunc(500*time.Millisecond, cancel) })
+		}
+	}
+	o.MaxRequests, o.MaxDuration = 5000, time.Minute
+	_, err = RunBlock(ctx, block("persistent.php", 3000), o)
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled run: %v, want context.Canceled", err)
+	}
+	check("after a cancelled run")
+	if left := labDirs(t) - tmpBefore; left > 0 {
+		t.Errorf("%d lab process folders left in %s", left, os.TempDir())
+	}
+}
+
+// drivers counts the processes running this checkout's PHP driver.
+func drivers(t *testing.T) int {
+	t.Helper()
+	driver, err := filepath.Abs(filepath.Join("../..", phpwasm.Dir, "driver.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	n := 0
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), driver) {
+			n++
+		}
+	}
+	return n
+}
+
+func labDirs(t *testing.T) int {
+	m, _ := filepath.Glob(filepath.Join(os.TempDir(), "connlab-lab-*"))
+	return len(m)
+}
+
+func loadNow() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(b))[:1], "")
+}
+
+// TestPHPScaling: the php setups divide long timers by 10, give curl's
+// timers in whole seconds to the model too, and say so in the plan.
+func TestPHPScaling(t *testing.T) {
+	l := readLab(t, phpLab)
+	b, err := l.Block("idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(context.Background(), b, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vp := range p.Variants {
+		s := vp.Scenario
+		if vp.Compress != PHPCompress || s.KeepaliveTimeout != 7500*time.Millisecond || s.DNSCacheTimeout != 6*time.Second ||
+			s.MaxIdleAge != 12*time.Second || s.MaxLifetime != 0 {
+			t.Errorf("%s: ÷%g, keepalive %v, dns cache %v, idle age %v, lifetime %v", vp.Name, vp.Compress,
+				s.KeepaliveTimeout, s.DNSCacheTimeout, s.MaxIdleAge, s.MaxLifetime)
+		}
+		notes := strings.Join(vp.Scaling, "\n")
+		if !strings.Contains(notes, "÷10") || !strings.Contains(notes, "whole seconds") {
+			t.Errorf("%s: scaling notes %q", vp.Name, notes)
+		}
+	}
+	p, err = NewPlan(context.Background(), b, Options{Seed: 1, Compress: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Variants[0].Scenario; s.DNSCacheTimeout != time.Second || s.KeepaliveTimeout != 750*time.Millisecond {
+		t.Errorf("÷100 asked for: dns cache %v (curl takes 1 s at least), keepalive %v", s.DNSCacheTimeout, s.KeepaliveTimeout)
+	}
+	if !strings.Contains(ScalingRules, "php") || !strings.Contains(ScalingRules, "whole seconds") {
+		t.Error("ScalingRules say nothing of the php setups' timers")
+	}
+}
