@@ -1,16 +1,10 @@
 package lab
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // A Block is one ```sim block: a base scenario, its variants (shown side by
@@ -31,9 +25,9 @@ type Block struct {
 // A Setting is one scenario key set in a block, a variant or on the command
 // line (Line 0).
 type Setting struct {
-	Key   string
-	Value any
-	Line  int
+	Key   string `json:"key"`
+	Value any    `json:"value"`
+	Line  int    `json:"line,omitempty"`
 }
 
 // A Variant is one column of a block: the base plus its own settings.
@@ -44,121 +38,8 @@ type Variant struct {
 	Settings []Setting
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-
 // blockKeys are the keys a block may hold besides scenario keys.
 var blockKeys = map[string]bool{"title": true, "note": true, "expect": true, "variant": true}
-
-func parseBlock(file, id string, line int, src []byte) (*Block, error) {
-	b := &Block{ID: id, File: file, Line: line, Source: string(src)}
-	fail := func(rel int, format string, args ...any) error {
-		l := 0
-		if rel > 0 {
-			l = line + rel - 1
-		}
-		return &Error{File: file, Line: l, Block: id, Msg: fmt.Sprintf(format, args...)}
-	}
-	var doc map[string]any
-	if err := toml.Unmarshal(src, &doc); err != nil {
-		return nil, fail(tomlLine(err), "TOML: %s", tomlMsg(err))
-	}
-	lines := keyLines(src)
-	keys := make([]string, 0, len(doc))
-	for k := range doc {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return lines[keys[i]] < lines[keys[j]] })
-	for _, k := range keys {
-		v := doc[k]
-		switch k {
-		case "title", "note":
-			s, ok := v.(string)
-			if !ok {
-				return nil, fail(lines[k], "%s: want a string", k)
-			}
-			if k == "title" {
-				b.Title = s
-			} else {
-				b.Note = s
-			}
-		case "expect":
-			list, ok := v.([]any)
-			if !ok {
-				return nil, fail(lines[k], `expect: want a list of strings, e.g. expect = ["share.total_ms.p50 ≈ 93 ±10%%"]`)
-			}
-			for i, e := range list {
-				s, ok := e.(string)
-				el := lines[fmt.Sprintf("expect[%d]", i)]
-				if el == 0 {
-					el = lines[k]
-				}
-				if !ok {
-					return nil, fail(el, "expect[%d]: want a string", i)
-				}
-				x, err := parseExpect(s)
-				if err != nil {
-					return nil, fail(el, "expect %q: %v", s, err)
-				}
-				x.Line = line + el - 1
-				b.Expects = append(b.Expects, x)
-			}
-		case "variant":
-			tables, ok := v.([]any)
-			if !ok {
-				return nil, fail(lines[k], "variant: write each variant as a [[variant]] table")
-			}
-			seen := make(map[string]bool, len(tables))
-			for i, t := range tables {
-				tm, ok := t.(map[string]any)
-				if !ok {
-					return nil, fail(lines[k], "variant: write each variant as a [[variant]] table")
-				}
-				prefix := fmt.Sprintf("variant[%d]", i)
-				vr := &Variant{Line: line + lines[prefix] - 1}
-				vkeys := sortedKeys(tm, lines, prefix+".")
-				for _, vk := range vkeys {
-					vl := lines[prefix+"."+vk]
-					switch vk {
-					case "name", "label":
-						s, ok := tm[vk].(string)
-						if !ok {
-							return nil, fail(vl, "%s.%s: want a string", prefix, vk)
-						}
-						if vk == "name" {
-							vr.Name = s
-						} else {
-							vr.Label = s
-						}
-					default:
-						st, err := checkSetting(vk, tm[vk], line+vl-1)
-						if err != nil {
-							return nil, fail(vl, "variant %q: %v", tm["name"], err)
-						}
-						vr.Settings = append(vr.Settings, st)
-					}
-				}
-				if !nameRE.MatchString(vr.Name) {
-					return nil, fail(lines[prefix], "variant %d needs a name of lower-case letters, digits, - and _ (name = \"persistent\")", i+1)
-				}
-				if seen[vr.Name] {
-					return nil, fail(lines[prefix], "variant name %q used twice", vr.Name)
-				}
-				seen[vr.Name] = true
-				b.Variants = append(b.Variants, vr)
-			}
-		default:
-			st, err := checkSetting(k, v, line+lines[k]-1)
-			if err != nil {
-				return nil, fail(lines[k], "%v", err)
-			}
-			b.Base = append(b.Base, st)
-		}
-	}
-	if len(b.Variants) == 0 {
-		b.Variants = []*Variant{{Name: "base", Line: line}}
-	}
-	return b, nil
-}
 
 // bindExpects resolves the names in every expectation of the lab's blocks.
 func bindExpects(blocks []*Block) error {
@@ -184,90 +65,6 @@ func checkSetting(key string, v any, line int) (Setting, error) {
 		return Setting{}, err
 	}
 	return Setting{Key: key, Value: v, Line: line}, nil
-}
-
-func sortedKeys(m map[string]any, lines map[string]int, prefix string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return lines[prefix+keys[i]] < lines[prefix+keys[j]] })
-	return keys
-}
-
-// keyLines maps each key path of a TOML document to its 1-based line:
-// "rtt", "variant[0]" (the table header), "variant[0].reuse", "expect[2]".
-func keyLines(src []byte) map[string]int {
-	lines := map[string]int{}
-	counts := map[string]int{}
-	p := unstable.Parser{}
-	p.Reset(src)
-	// Parser.Shape counts lines from the start on every call; an index of
-	// line starts keeps this linear in the size of the block.
-	lineOf := lineIndex(src)
-	// key joins a node's dotted key and returns the line of its first part.
-	key := func(e *unstable.Node) (string, int) {
-		var parts []string
-		line := 0
-		for it := e.Key(); it.Next(); {
-			if line == 0 {
-				line = lineOf(int(it.Node().Raw.Offset))
-			}
-			parts = append(parts, string(it.Node().Data))
-		}
-		return strings.Join(parts, "."), line
-	}
-	table := ""
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			name, line := key(e)
-			table = name
-			if e.Kind == unstable.ArrayTable {
-				table = fmt.Sprintf("%s[%d]", name, counts[name])
-				counts[name]++
-			}
-			lines[table] = line
-		case unstable.KeyValue:
-			path, line := key(e)
-			if table != "" {
-				path = table + "." + path
-			}
-			lines[path] = line
-			if v := e.Value(); v.Kind == unstable.Array {
-				i := 0
-				for c := v.Children(); c.Next(); i++ {
-					if n := c.Node(); n.Raw.Length > 0 {
-						lines[fmt.Sprintf("%s[%d]", path, i)] = lineOf(int(n.Raw.Offset))
-					}
-				}
-			}
-		}
-	}
-	return lines
-}
-
-func tomlLine(err error) int {
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, _ := de.Position()
-		return row
-	}
-	return 0
-}
-
-func tomlMsg(err error) string {
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		_, col := de.Position()
-		msg := de.Error()
-		if k := de.Key(); len(k) > 0 {
-			msg = strings.Join(k, ".") + ": " + msg
-		}
-		return msg + " (column " + strconv.Itoa(col) + ")"
-	}
-	return err.Error()
 }
 
 // Scenario builds the scenario of variant v: defaults, then the block's base
@@ -312,29 +109,4 @@ func (b *Block) lineOfKey(v *Variant, key string) int {
 		}
 	}
 	return 0
-}
-
-// ParseSetting reads a command-line "key=value". The value is read as a TOML
-// value when it is one (100, true, ["dns"]) and as a plain string otherwise
-// (30ms, 1.3).
-func ParseSetting(kv string) (Setting, error) {
-	k, v, ok := strings.Cut(kv, "=")
-	k = strings.TrimSpace(k)
-	if !ok || k == "" {
-		return Setting{}, fmt.Errorf("--set %q: want key=value, e.g. --set rtt=30ms", kv)
-	}
-	v = strings.TrimSpace(v)
-	var doc map[string]any
-	var value any = v
-	if err := toml.Unmarshal([]byte("v = "+v), &doc); err == nil {
-		value = doc["v"]
-	}
-	if p, ok := sim.LookupParam(k); ok && (p.Kind == "enum" || p.Kind == "duration" || p.Kind == "ports") {
-		value = v // "1.3" stays a string
-	}
-	s := sim.Default()
-	if err := s.Set(k, value); err != nil {
-		return Setting{}, fmt.Errorf("--set %v", err)
-	}
-	return Setting{Key: k, Value: value}, nil
 }

@@ -3,7 +3,6 @@ package lab
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 
 // Grading: checking a student's answer against an instance, and the
 // expectations an exercise states about its answer.
-
-var thousandsRE = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
 
 // answerNode stands for the exercise's answer in its expectations.
 type answerNode struct{}
@@ -148,7 +145,7 @@ func ParseNumber(s, unit string) (float64, error) {
 		t = strings.TrimSpace(strings.TrimSuffix(t, unit))
 	}
 	t = strings.ReplaceAll(t, "_", "")
-	if thousandsRE.MatchString(t) {
+	if thousands(t) {
 		t = strings.ReplaceAll(t, ",", "")
 	}
 	f, err := strconv.ParseFloat(t, 64)
@@ -160,6 +157,32 @@ func ParseNumber(s, unit string) (float64, error) {
 		return 0, fmt.Errorf("want %s, got %q", want, s)
 	}
 	return f, nil
+}
+
+// thousands reports whether s is a number with commas between groups of
+// three digits: -?\d{1,3}(,\d{3})+(\.\d+)?
+func thousands(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	int, frac, hasFrac := strings.Cut(s, ".")
+	groups := strings.Split(int, ",")
+	if len(groups) < 2 || len(groups[0]) < 1 || len(groups[0]) > 3 || !allDigits(groups[0]) {
+		return false
+	}
+	for _, g := range groups[1:] {
+		if len(g) != 3 || !allDigits(g) {
+			return false
+		}
+	}
+	return !hasFrac || (frac != "" && allDigits(frac))
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // FormatNumber prints an answer with about three significant digits:
