@@ -21,8 +21,9 @@ import (
 //	}
 //
 // A Field is {"name", "type", "unit", "enum", "nullable", "optional",
-// "kinds"}: type is integer, number, boolean, string, the name of another
-// entry of types, or one of these followed by "[]" for a list.
+// "kinds"}: type is integer, number, boolean, string, any (a value of any
+// JSON type), the name of another entry of types, or one of these followed
+// by "[]" for a list or "{}" for an object of such values by string keys.
 type Schema struct {
 	Params []SchemaParam       `json:"params"`
 	Enums  map[string][]string `json:"enums"`
@@ -101,8 +102,11 @@ func JSONFields(t reflect.Type) []Field {
 			fd.Nullable, ft = true, ft.Elem()
 		}
 		list := ""
-		if ft.Kind() == reflect.Slice {
+		switch ft.Kind() {
+		case reflect.Slice:
 			list, ft = "[]", ft.Elem()
+		case reflect.Map:
+			list, ft = "{}", ft.Elem()
 		}
 		if e, ok := enumFor(reflect.StructField{Type: ft, Tag: f.Tag}); ok {
 			fd.Type, fd.Enum = "string", e.name
@@ -132,6 +136,8 @@ func jsonType(t reflect.Type) string {
 		return "number"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return "integer"
+	case t.Kind() == reflect.Interface:
+		return "any"
 	}
 	return t.Kind().String()
 }

@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -71,8 +70,7 @@ type outDone struct {
 func (s *Session) run(m *inMsg) {
 	r, err := s.prepare(m)
 	if err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) {
+		if fe, ok := as[*fieldError](err); ok {
 			s.fail(m.ID, fe.field, fe.msg)
 		} else {
 			s.fail(m.ID, "", err.Error())
@@ -103,15 +101,12 @@ func (s *Session) run(m *inMsg) {
 		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 			err = c
 		}
-		var fe *fieldError
-		var pe *sim.ParamError
-		switch {
-		case errors.As(err, &fe):
+		if fe, ok := as[*fieldError](err); ok {
 			s.fail(r.id, fe.field, fe.msg)
-		case errors.As(err, &pe):
+		} else if pe, ok := as[*sim.ParamError](err); ok {
 			field, _, _ := strings.Cut(pe.Key, "[")
 			s.fail(r.id, field, scenarioMessage(err))
-		default:
+		} else {
 			s.fail(r.id, "", scenarioMessage(err))
 		}
 	}

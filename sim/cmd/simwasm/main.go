@@ -1,4 +1,4 @@
-//go:build js && wasm
+//go:build js && wasm && nolabparse
 
 // Command simwasm is the model for lab pages on a static host, built with
 // GOOS=js GOARCH=wasm by `make wasm` (into site/assets/wasm/, which Hugo

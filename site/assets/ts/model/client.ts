@@ -160,9 +160,10 @@ export class Model {
     });
   }
 
-  // source gives the model a page's Markdown (url), once: the same file
-  // sim run and sim serve read, named as the repository names it.
-  source(lab: string, lang: string, file: string, url: string): Promise<boolean> {
+  // source gives the model a page's lab in a language, once: its data as
+  // `sim lab --json` wrote it (the same blocks sim run and sim serve read),
+  // from url.
+  source(lab: string, lang: string, url: string): Promise<boolean> {
     const key = lab + " " + lang;
     let p = this.sources.get(key);
     if (!p) {
@@ -172,8 +173,8 @@ export class Model {
           const r = await fetch(url);
           if (!r.ok) throw new Error(url + ": HTTP " + r.status);
           const text = await r.text();
-          const reply = await this.request({ type: "source", id: this.newID("src"), lab, lang, file, text });
-          if (reply.type !== "source") throw new Error(String(reply.message || "the page's source did not load"));
+          const reply = await this.request({ type: "lab", id: this.newID("lab"), lab, lang, text });
+          if (reply.type !== "lab") throw new Error(String(reply.message || "the page's lab did not load"));
           return true;
         } catch (e) {
           this.error = String(e);
