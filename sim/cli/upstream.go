@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
@@ -130,7 +129,7 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(w, "DNS       %s answers *.connlab.test with 127.0.0.1 after %s   (dig @127.0.0.1 -p %s %s)\n", srv.DNSAddr, sim.FormatDuration(s.DNS), dnsPort, harness.APIHost)
 	cacert := ""
 	if s.TLS != "none" {
-		cacert = "--cacert " + shellQuote(path) + " "
+		cacert = "--cacert " + lab.ShellQuote(path) + " "
 	}
 	fmt.Fprintf(w, "\ntry it (two requests on one connection):\n  curl %s--resolve %s:%s:127.0.0.1 -s -o /dev/null -o /dev/null -w '%s' %s %s\n",
 		cacert, harness.APIHost, port, curlFormat, url, url)
@@ -142,10 +141,3 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 }
 
 const curlFormat = `namelookup %{time_namelookup} connect %{time_connect} appconnect %{time_appconnect} starttransfer %{time_starttransfer} total %{time_total} num_connects %{num_connects}\n`
-
-func shellQuote(s string) string {
-	if strings.ContainsAny(s, " '\"$\\") {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	return s
-}

@@ -149,7 +149,7 @@ func ParseNumber(s, unit string) (float64, error) {
 		t = strings.ReplaceAll(t, ",", "")
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || t == "" {
+	if err != nil || !decimal(t) || math.IsInf(f, 0) {
 		want := "a number"
 		if unit != "" {
 			want += " (in " + unit + ")"
@@ -157,6 +157,27 @@ func ParseNumber(s, unit string) (float64, error) {
 		return 0, fmt.Errorf("want %s, got %q", want, s)
 	}
 	return f, nil
+}
+
+// decimal reports whether s is a decimal number as the page reads one
+// (assets/ts/sim/helpers.ts): [-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?, so
+// not ParseFloat's hexadecimal, Inf or NaN.
+func decimal(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	if whole == "" && frac == "" || !allDigits(whole) || !allDigits(frac) {
+		return false
+	}
+	if hasExp {
+		if exp != "" && (exp[0] == '-' || exp[0] == '+') {
+			exp = exp[1:]
+		}
+		return exp != "" && allDigits(exp)
+	}
+	return true
 }
 
 // thousands reports whether s is a number with commas between groups of

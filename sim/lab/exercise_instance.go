@@ -285,9 +285,9 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			cmd = append(cmd, "--set", shellQuote(k+"="+ref.Set[k]))
+			cmd = append(cmd, "--set", ShellQuote(k+"="+ref.Set[k]))
 		}
-		ref.Command = strings.Join(append(cmd, shellQuote(x.File)), " ")
+		ref.Command = strings.Join(append(cmd, ShellQuote(x.File)), " ")
 		in.Scenario = ref
 	}
 	used := map[string]string{}
@@ -389,9 +389,13 @@ func formatSetting(st Setting) string {
 	return fmt.Sprint(st.Value)
 }
 
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs quoting: a word of
+// letters, digits and -_=./:,+@% stays as it is, anything else goes in
+// single quotes. The page's commands quote the same way
+// (assets/ts/sim/helpers.ts; testdata cases shared with it).
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_=./:,µ", r))
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_=./:,+@%", r))
 	}) < 0 {
 		return s
 	}
