@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -390,12 +389,13 @@ func formatSetting(st Setting) string {
 }
 
 // ShellQuote quotes s for a POSIX shell when it needs quoting: a word of
-// letters, digits and -_=./:,+@% stays as it is, anything else goes in
+// ASCII letters and digits, -_=./:,+@% and non-ASCII characters (which no
+// shell treats specially: "250µs") stays as it is, anything else goes in
 // single quotes. The page's commands quote the same way
 // (assets/ts/sim/helpers.ts; testdata cases shared with it).
 func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_=./:,+@%", r))
+		return r < 0x80 && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_=./:,+@%", r))
 	}) < 0 {
 		return s
 	}

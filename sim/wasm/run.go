@@ -177,7 +177,10 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 // A batcher turns one variant's events into `events` messages of at most
 // BatchEvents events, sends at most ModelEvents of them (then one
 // `truncated`), counts requests against ModelRequests, and yields to the
-// host every YieldEvery.
+// host every YieldEvery. It sends the events the page's widget draws:
+// calls and sockets, not request and idle events (a third of a run's
+// events, which the widget skips), so that a run's picture holds more calls
+// within ModelEvents and costs the page less.
 type batcher struct {
 	s         *Session
 	id        string
@@ -204,12 +207,15 @@ func (b *batcher) add(e *sim.Event) {
 		b.s.Yield()
 		b.lastYield = time.Now()
 	}
-	if e.Kind == sim.KindRequest {
+	switch e.Kind {
+	case sim.KindRequest:
 		if b.requests++; b.requests > ModelRequests {
 			b.over = true
 			b.stop(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
-			return
 		}
+		return
+	case sim.KindIdle:
+		return
 	}
 	if b.sent >= ModelEvents {
 		if !b.cut {

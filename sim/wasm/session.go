@@ -275,27 +275,27 @@ func pick(b *lab.Block, names []string) (*lab.Block, error) {
 	if len(names) == 0 {
 		return b, nil
 	}
-	cp := *b
-	cp.Variants = nil
+	want := map[string]bool{}
 	for _, name := range names {
-		v := b.Variant(name)
-		if v == nil {
+		if b.Variant(name) == nil {
 			var all []string
 			for _, v := range b.Variants {
 				all = append(all, v.Name)
 			}
 			return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(all, ", "))}
 		}
-		if cp.Variant(name) != nil {
+		if want[name] {
 			return nil, &fieldError{"variants", fmt.Sprintf("variant %q named twice", name)}
 		}
-		cp.Variants = append(cp.Variants, v)
+		want[name] = true
 	}
-	order := map[*lab.Variant]int{}
-	for i, v := range b.Variants {
-		order[v] = i
+	cp := *b
+	cp.Variants = nil
+	for _, v := range b.Variants {
+		if want[v.Name] {
+			cp.Variants = append(cp.Variants, v)
+		}
 	}
-	slices.SortStableFunc(cp.Variants, func(a, b *lab.Variant) int { return order[a] - order[b] })
 	return &cp, nil
 }
 

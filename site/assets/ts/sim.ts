@@ -65,18 +65,20 @@ function start(): void {
       }
       for (const w of widgets.values()) w.noServer();
       if (!model.available()) return;
-      // The model loads once the page has: its first paint and its own
-      // resources do not wait for the .wasm.
+      // The model loads now that the page is readable: a worker fetches
+      // and compiles it off the page's thread, so the page's first paint
+      // and its own resources do not wait for it; the page's lab (its data)
+      // is fetched meanwhile.
       model.onProgress(() => {
         for (const w of widgets.values()) w.modelStatus();
       });
-      afterLoad(async () => {
-        document.documentElement.dataset.simModel = "loading";
-        const ok = await model.load();
-        document.documentElement.dataset.simModel = ok ? "ready" : "failed";
-        for (const w of widgets.values()) w.modelStatus();
-        if (ok) begin();
-      });
+      document.documentElement.dataset.simModel = "loading";
+      const first = widgets.values().next().value!;
+      void model.source(first.lab, "en", first.dataURL);
+      const ok = await model.load();
+      document.documentElement.dataset.simModel = ok ? "ready" : "failed";
+      for (const w of widgets.values()) w.modelStatus();
+      if (ok) begin();
     });
   }
   // A printed lab (a worksheet) shows each scenario's TOML.
@@ -91,11 +93,6 @@ function start(): void {
     for (const d of opened.splice(0)) d.open = false;
   });
   (window as unknown as { connlabSim: unknown }).connlabSim = { widgets, socket, model };
-}
-
-function afterLoad(f: () => void): void {
-  if (document.readyState === "complete") setTimeout(f, 0);
-  else window.addEventListener("load", () => setTimeout(f, 0), { once: true });
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

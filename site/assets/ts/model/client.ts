@@ -79,6 +79,7 @@ export class Model {
     }
     this.state = "loading";
     this.total = c.bytes;
+    performance.mark("connlab:model-load");
     this.ready = new Promise((resolve) => {
       let w: Worker;
       try {
@@ -101,6 +102,9 @@ export class Model {
             this.loaded = d.loaded;
             this.total = d.total || this.total;
             for (const f of this.progress) f(this.loaded, this.total);
+            break;
+          case "compiled":
+            performance.mark("connlab:model-compiled");
             break;
           case "ready":
             this.state = "ready";
@@ -162,19 +166,24 @@ export class Model {
 
   // source gives the model a page's lab in a language, once: its data as
   // `sim lab --json` wrote it (the same blocks sim run and sim serve read),
-  // from url.
+  // from url. It fetches the data while the model loads and hands it to
+  // the worker at once, which holds it until the model starts.
   source(lab: string, lang: string, url: string): Promise<boolean> {
     const key = lab + " " + lang;
     let p = this.sources.get(key);
     if (!p) {
       p = (async () => {
-        if (!(await this.load())) return false;
+        const loaded = this.load();
         try {
           const r = await fetch(url);
           if (!r.ok) throw new Error(url + ": HTTP " + r.status);
           const text = await r.text();
-          const reply = await this.request({ type: "lab", id: this.newID("lab"), lab, lang, text });
-          if (reply.type !== "lab") throw new Error(String(reply.message || "the page's lab did not load"));
+          if (this.state === "failed") return false;
+          const reply = this.request({ type: "lab", id: this.newID("lab"), lab, lang, text });
+          if (!(await loaded)) return false;
+          const m = await reply;
+          if (m.type !== "lab") throw new Error(String(m.message || "the page's lab did not load"));
+          performance.mark("connlab:lab-ready");
           return true;
         } catch (e) {
           this.error = String(e);

@@ -54,6 +54,7 @@ async function start(url: string, bytes: number): Promise<void> {
     const buf = resp.body ? await count(resp.body, total, true) : new Uint8Array(await resp.arrayBuffer());
     result = await WebAssembly.instantiate(buf, go.importObject);
   }
+  scope.postMessage({ type: "compiled" });
   void go.run(result.instance);
 }
 

@@ -91,8 +91,9 @@ export function parseNumber(raw: string, unit: string): number | null {
 }
 
 // shellQuote quotes a word of a command for a POSIX shell when it needs it,
-// as sim/lab.ShellQuote does: letters, digits and -_=./:,+@% stay as they
-// are, anything else goes in single quotes.
+// as sim/lab.ShellQuote does: ASCII letters and digits, -_=./:,+@% and
+// non-ASCII characters stay as they are, anything else goes in single
+// quotes.
 export function shellQuote(s: string): string {
-  return /^[\p{L}\p{Nd}\-_=./:,+@%]+$/u.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
+  return /^[A-Za-z0-9\-_=./:,+@%\u0080-\u{10FFFF}]+$/u.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
 }

@@ -260,6 +260,16 @@ export class Widget {
     return this.fig;
   }
 
+  // lab is the block's page; dataURL, where the page's lab is as data (the
+  // English file's, which runs read).
+  get lab(): string {
+    return this.data.lab;
+  }
+
+  get dataURL(): string {
+    return this.data.data;
+  }
+
   // small reports whether the block is cheap enough to run on its own when
   // the page opens: few calls in the build-time results.
   small(): boolean {
@@ -362,6 +372,7 @@ export class Widget {
     if (this.runId) this.cancel(true);
     const token = ++this.token;
     this.linked = false;
+    this.mark("run");
     // Synchronously, so that whoever pressed Run sees the last run's marks
     // gone at once.
     this.finishedRun = false;
@@ -393,6 +404,7 @@ export class Widget {
     this.fig.dataset.state = "running";
     this.cancelBtn.hidden = false;
     this.setStatus(this.real ? t("w_running_real") : t("w_running"));
+    this.mark("sent");
     if (!tr.run(msg, (m) => this.onMessage(m))) {
       this.finish();
       this.setStatus(t("w_lost"), true);
@@ -423,6 +435,7 @@ export class Widget {
         this.setStatus(t("w_queued", { n: m.position ?? "?" }));
         break;
       case "started": {
+        this.mark("started");
         const names = (m.variants || []) as { name: string; label?: string }[];
         if (names.length) {
           const defs = this.data.variants;
@@ -476,6 +489,7 @@ export class Widget {
             if (b?.series?.length) d.series = b.series;
           }
         }
+        this.mark("done");
         this.checks = m.checks || null;
         this.fig.dataset.events = String(this.events);
         if (!firstResult) {
@@ -509,6 +523,15 @@ export class Widget {
         break;
     }
     this.schedule();
+  }
+
+  // mark records a step of a run in the page's performance timeline
+  // ("connlab:BLOCK:done"), the last of each step only: benchmarks read
+  // them.
+  private mark(step: string): void {
+    const name = "connlab:" + this.block + ":" + step;
+    performance.clearMarks(name);
+    performance.mark(name);
   }
 
   private note(s: string): void {
@@ -569,6 +592,7 @@ export class Widget {
       // Everything of the finished run is on screen (tests wait for this).
       this.finishedRun = false;
       this.fig.dataset.ready = "1";
+      this.mark("drawn");
     }
   }
 
