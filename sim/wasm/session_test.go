@@ -53,7 +53,7 @@ func (s *session) load(t *testing.T, name, lang, file string) {
 }
 
 // labMessage is the page's lab message for a lab file.
-func labMessage(t *testing.T, name, lang, file string) map[string]any {
+func labMessage(t testing.TB, name, lang, file string) map[string]any {
 	t.Helper()
 	l, err := lab.ReadFile(file)
 	if err != nil {
