@@ -10,7 +10,7 @@ import (
 // is slower by a factor site/model_bench_test.go measures in a browser):
 // a small block (the PHP lab's workers, 36 requests) and a large one (the
 // connection pool lab's pool, about 9,000 requests, its events capped at
-// ModelEvents), with a changed key so that no expectations are checked.
+// PageEvents), with a changed key so that no expectations are checked.
 func BenchmarkRun(b *testing.B) {
 	for _, c := range []struct{ lab, block string }{
 		{"php-persistent-share", "workers"},

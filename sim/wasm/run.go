@@ -175,12 +175,12 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 }
 
 // A batcher turns one variant's events into `events` messages of at most
-// BatchEvents events, sends at most ModelEvents of them (then one
+// BatchEvents events, sends at most PageEvents of them (then one
 // `truncated`), counts requests against ModelRequests, and yields to the
 // host every YieldEvery. It sends the events the page's widget draws:
 // calls and sockets, not request and idle events (a third of a run's
 // events, which the widget skips), so that a run's picture holds more calls
-// within ModelEvents and costs the page less.
+// within PageEvents and costs the page less.
 type batcher struct {
 	s         *Session
 	id        string
@@ -217,7 +217,7 @@ func (b *batcher) add(e *sim.Event) {
 	case sim.KindIdle:
 		return
 	}
-	if b.sent >= ModelEvents {
+	if b.sent >= PageEvents {
 		if !b.cut {
 			b.cut = true
 			b.flush()

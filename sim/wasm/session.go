@@ -28,12 +28,16 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// Limits of a model run, the model-mode limits of sim serve
+// Limits of a model run: the model-mode limits of sim serve
 // (server.DefaultLimits; a test holds them equal), so a run the page can do
-// without a server is one the server would do, and the reverse.
+// without a server is one the server would do, and the reverse. The page's
+// model streams fewer events than the server (PageEvents, not the server's
+// ModelEvents): the page draws a run's first calls and sockets from them,
+// and its numbers come from the summary either way; encoding, passing and
+// parsing 20,000 events took most of a large re-run's time.
 const (
 	ModelRequests = 200_000 // requests of one variant
-	ModelEvents   = 20_000  // events sent per variant; the rest only count
+	PageEvents    = 5_000   // events sent per variant; the rest only count
 	BatchEvents   = 512     // events per `events` message
 )
 

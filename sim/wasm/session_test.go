@@ -223,8 +223,11 @@ func TestRunsMatchSimRun(t *testing.T) {
 // The model in the page refuses what sim serve refuses for a model run.
 func TestLimitsMatchServer(t *testing.T) {
 	l := server.DefaultLimits
-	if ModelRequests != l.ModelRequests || ModelEvents != l.ModelEvents || BatchEvents != l.BatchEvents {
-		t.Errorf("limits %d/%d/%d, sim serve's %d/%d/%d", ModelRequests, ModelEvents, BatchEvents, l.ModelRequests, l.ModelEvents, l.BatchEvents)
+	if ModelRequests != l.ModelRequests || BatchEvents != l.BatchEvents {
+		t.Errorf("limits %d/%d, sim serve's %d/%d", ModelRequests, BatchEvents, l.ModelRequests, l.BatchEvents)
+	}
+	if PageEvents > l.ModelEvents || PageEvents < 1000 {
+		t.Errorf("the page streams %d events a variant, sim serve %d: want fewer, and enough to draw (1,000)", PageEvents, l.ModelEvents)
 	}
 	if MaxSeed != class.MaxSeed {
 		t.Errorf("MaxSeed %d, class.MaxSeed %d", MaxSeed, class.MaxSeed)
@@ -232,7 +235,7 @@ func TestLimitsMatchServer(t *testing.T) {
 }
 
 // Refusals name their field; a real run says it needs the local server;
-// a run streams at most ModelEvents events per variant, then truncated.
+// a run streams at most PageEvents events per variant, then truncated.
 func TestRefusalsAndStream(t *testing.T) {
 	s := newSession()
 	s.load(t, "php-persistent-share", "en", "labs/php-persistent-share.md")
@@ -275,8 +278,8 @@ func TestRefusalsAndStream(t *testing.T) {
 	}
 	var started outStarted
 	json.Unmarshal(out[0], &started)
-	if n := len(started.Variants); events != n*ModelEvents || truncated != n {
-		t.Errorf("%d events and %d truncated for %d variants, want %d per variant and one truncated each", events, truncated, n, ModelEvents)
+	if n := len(started.Variants); events != n*PageEvents || truncated != n {
+		t.Errorf("%d events and %d truncated for %d variants, want %d per variant and one truncated each", events, truncated, n, PageEvents)
 	}
 }
 
