@@ -170,6 +170,26 @@ func (b *Block) Check(results map[string]*BlockResult) []Check {
 	return b.check(m)
 }
 
+// CheckRun checks b's expectations against res, a run of b as written,
+// running first the other blocks of l they read (as written, with seed):
+// what a page's run of a block shows under it (sim serve, the page's
+// model).
+func (b *Block) CheckRun(ctx context.Context, l *Lab, res *BlockResult, seed uint64) ([]Check, error) {
+	results := map[string]*BlockResult{b.ID: res}
+	for _, id := range b.Needs()[1:] {
+		nb, err := l.Block(id)
+		if err != nil {
+			return nil, err
+		}
+		nr, err := nb.RunVariants(ctx, RunOptions{Seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		results[id] = nr
+	}
+	return b.Check(results), nil
+}
+
 func (b *Block) check(m Metrics) []Check {
 	checks := make([]Check, 0, len(b.Expects))
 	for _, x := range b.Expects {

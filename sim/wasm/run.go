@@ -152,19 +152,10 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 	}
 	checks := []lab.Check{}
 	if r.checked && len(r.block.Expects) > 0 {
-		results := map[string]*lab.BlockResult{r.block.ID: res}
-		for _, id := range r.block.Needs()[1:] {
-			nb, err := r.page.Block(id)
-			if err != nil {
-				return err
-			}
-			nr, err := nb.RunVariants(ctx, lab.RunOptions{Seed: r.seed})
-			if err != nil {
-				return err
-			}
-			results[id] = nr
+		var err error
+		if checks, err = r.block.CheckRun(ctx, r.page, res, r.seed); err != nil {
+			return err
 		}
-		checks = r.block.Check(results)
 	}
 	d := outDone{Type: "done", ID: r.id, Variants: []doneVariant{}, Checks: checks, ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}
 	for _, v := range res.Variants {
