@@ -13,6 +13,7 @@ import type { BlockData } from "./sim/types";
 import { Widget } from "./sim/widget";
 
 function start(): void {
+  performance.mark("connlab:start");
   loadStrings(document);
   const widgets = new Map<string, Widget>();
   for (const fig of document.querySelectorAll<HTMLElement>("figure.sim")) {
@@ -57,6 +58,7 @@ function start(): void {
   };
   if (widgets.size) {
     void host().then(async (h) => {
+      performance.mark("connlab:probed");
       const live = h.server && (await socket.connect());
       document.documentElement.dataset.simServer = live ? "live" : "none";
       if (live) {
