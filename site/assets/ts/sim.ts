@@ -14,6 +14,11 @@ import { Widget } from "./sim/widget";
 
 function start(): void {
   performance.mark("connlab:start");
+  // Ask at once whether a server answers: the answer comes back while the
+  // widgets are built. The model's worker asks too and, without a server,
+  // loads the model meanwhile.
+  const hostP = document.querySelector("figure.sim") ? host() : null;
+  if (hostP) model.preload();
   loadStrings(document);
   const widgets = new Map<string, Widget>();
   for (const fig of document.querySelectorAll<HTMLElement>("figure.sim")) {
@@ -31,6 +36,7 @@ function start(): void {
       console.error("sim widget " + data.block, e);
     }
   }
+  performance.mark("connlab:widgets");
   // Another widget of the page (an exercise) asks for a run.
   document.addEventListener("connlab:run", (e) => {
     const d = (e as CustomEvent).detail || {};
@@ -56,8 +62,8 @@ function start(): void {
     }, { rootMargin: "100px" });
     for (const w of widgets.values()) if (w.small()) seen.observe(w.element);
   };
-  if (widgets.size) {
-    void host().then(async (h) => {
+  if (widgets.size && hostP) {
+    void hostP.then(async (h) => {
       performance.mark("connlab:probed");
       const live = h.server && (await socket.connect());
       document.documentElement.dataset.simServer = live ? "live" : "none";
