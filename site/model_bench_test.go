@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,18 +87,16 @@ return m["connlab:first-result"] ? JSON.stringify(m) : false; })()`
 			if cached {
 				measure() // fills the cache
 			}
-			sum := map[string]float64{}
-			n := 0
+			runs := map[string][]float64{}
 			for b.Loop() {
 				for k, v := range measure() {
-					sum[k] += v
+					runs[k] = append(runs[k], v)
 				}
-				n++
 			}
-			b.ReportMetric(sum["connlab:first-result"]/float64(n), "ms-to-first-result")
-			// Where the time goes: each step's mean time since navigation.
+			b.ReportMetric(median(runs["connlab:first-result"]), "ms-to-first-result")
+			// Where the time goes: each step's median time since navigation.
 			for _, k := range append([]string{"connlab:dom-content-loaded"}, firstResultMarks[:len(firstResultMarks)-1]...) {
-				b.ReportMetric(sum[k]/float64(n), "ms-to-"+strings.TrimPrefix(k, "connlab:"))
+				b.ReportMetric(median(runs[k]), "ms-to-"+strings.TrimPrefix(k, "connlab:"))
 			}
 		})
 	}
@@ -151,26 +150,38 @@ func BenchmarkModelRerun(b *testing.B) {
   const at = (s) => performance.getEntriesByName("connlab:%[1]s:" + s)[0].startTime;
   return [performance.now() - t0, at("sent") - at("run"), at("started") - at("sent"), at("done") - at("started"), at("drawn") - at("done")];
 })()`, best)
-			var sum [5]float64
-			n := 0
+			var runs [5][]float64
 			for b.Loop() {
 				v, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](js, chromedp.EvalAwaitPromise))
 				if err != nil {
 					b.Fatal(err)
 				}
-				for i := range sum {
-					sum[i] += v[i]
+				for i := range runs {
+					runs[i] = append(runs[i], v[i])
 				}
-				n++
 			}
-			b.ReportMetric(sum[0]/float64(n), "ms-per-rerun")
+			b.ReportMetric(median(runs[0]), "ms-per-rerun")
 			// Where the time goes: the page's preparation, to the model's
 			// first answer, computing and streaming the run, drawing it.
-			b.ReportMetric(sum[1]/float64(n), "ms-to-sent")
-			b.ReportMetric(sum[2]/float64(n), "ms-sent-to-started")
-			b.ReportMetric(sum[3]/float64(n), "ms-started-to-done")
-			b.ReportMetric(sum[4]/float64(n), "ms-done-to-drawn")
+			b.ReportMetric(median(runs[1]), "ms-to-sent")
+			b.ReportMetric(median(runs[2]), "ms-sent-to-started")
+			b.ReportMetric(median(runs[3]), "ms-started-to-done")
+			b.ReportMetric(median(runs[4]), "ms-done-to-drawn")
 			b.ReportMetric(most, "requests")
 		})
 	}
+}
+
+// median of a benchmark's samples: other work on a shared machine makes
+// some runs much slower, and the mean would follow them.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
