@@ -12,7 +12,7 @@ WASMDIR ?= site/assets/wasm
 # a path takes that path, e.g. make site BASEURL=https://example.org/connlab/
 BASEURL ?= /
 
-.PHONY: build data gen wasm site serve dev test vet bench fuzz php
+.PHONY: build data gen wasm site serve dev test vet bench fuzz php tsc
 
 build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
@@ -27,6 +27,16 @@ $(PHPDIR)/node_modules/.package-lock.json: $(PHPDIR)/package.json $(PHPDIR)/pack
 	@if command -v npm >/dev/null 2>&1; then \
 	  echo "npm ci ($(PHPDIR))"; cd $(PHPDIR) && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the real PHP 8.5 runtime is not installed (apt-get install nodejs npm)"; fi
+
+# TypeScript, for one check: the widgets' types against the types generated
+# from Go (site/typescript_test.go). npm installs exactly the lockfile's
+# version into site/node_modules; the site's build does not use it.
+# Without npm the check skips, saying why.
+tsc: site/node_modules/.package-lock.json
+site/node_modules/.package-lock.json: site/package.json site/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  echo "npm ci (site)"; cd site && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the widgets' types are not checked (apt-get install nodejs npm)"; fi
 
 # Numbers the pages print come from the model: every page's ```sim blocks
 # run here (results/PAGE.json, with their time series), and the build
@@ -105,7 +115,7 @@ vet:
 # through one sim serve) runs there too, after them (-p 1), gated by
 # CONNLAB_SOAK=1.
 REALPKG := ./sim/harness/... ./sim/soak
-test: vet php
+test: vet php tsc
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/sim/harness' -e '/sim/soak$$')
 	CONNLAB_SOAK=1 $(GO) test -race -count=1 -timeout 20m -p 1 $(REALPKG)
 

@@ -10,11 +10,16 @@
 // fails on no host, so a static host's console stays free of errors (a
 // WebSocket to a missing /ws would log one).
 
+import type { ServerMsg } from "../sim/types";
+
 export interface Host { server: boolean; real: boolean; class: boolean }
 
 interface Config { worker: string; wasm: string; bytes: number; probe: string }
 
-type Handler = (m: Record<string, unknown>) => void;
+// A reply of the model: a message of PROTOCOL.md, or a lab or exercises
+// reply (sim/wasm).
+type Reply = ServerMsg & Record<string, unknown>;
+type Handler = (m: Reply) => void;
 export type Progress = (loaded: number, total: number) => void;
 
 function config(): Config | null {
@@ -172,7 +177,7 @@ export class Model {
     // Tests and benchmarks may keep the replies as they came (events aside).
     const trace = (window as unknown as { connlabTrace?: string[] }).connlabTrace;
     if (trace && !data.startsWith('{"type":"events"')) trace.push(data);
-    let m: Record<string, unknown>;
+    let m: Reply;
     try {
       m = JSON.parse(data);
     } catch {
@@ -193,7 +198,7 @@ export class Model {
   }
 
   // request sends one message and resolves with its reply (or error).
-  private request(m: Record<string, unknown> & { id: string }): Promise<Record<string, unknown>> {
+  private request(m: Record<string, unknown> & { id: string }): Promise<Reply> {
     return new Promise((resolve) => {
       this.handlers.set(m.id, (r) => {
         this.handlers.delete(m.id);

@@ -80,7 +80,7 @@ async function start(url: string, bytes: number): Promise<void> {
 
 // count reads a body to its end, posting progress, and returns its bytes
 // (when keep).
-async function count(body: ReadableStream<Uint8Array>, total: number, keep: boolean): Promise<Uint8Array> {
+async function count(body: ReadableStream<Uint8Array>, total: number, keep: boolean): Promise<Uint8Array<ArrayBuffer>> {
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
   let loaded = 0;
