@@ -122,6 +122,9 @@ func Run(ctx context.Context, s Scenario, opt Options) (*Result, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if len(s.Tiers) > 0 {
+		return runChain(ctx, s, opt)
+	}
 	m := newModel(s, opt)
 	if err := m.run(ctx); err != nil {
 		return nil, err

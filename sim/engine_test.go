@@ -49,7 +49,7 @@ func calls(evs []Event) []Event {
 func count(evs []Event, k Kind, by, reason string) int {
 	n := 0
 	for _, e := range evs {
-		if e.Kind == k && (by == "" || e.By == by) && (reason == "" || e.Reason == reason) {
+		if e.Kind == k && (by == "" || string(e.By) == by) && (reason == "" || string(e.Reason) == reason) {
 			n++
 		}
 	}
@@ -78,7 +78,7 @@ func TestRoundTrips(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := base()
-			s.TLS, s.TLSResume, s.EarlyData = c.tls, c.resume, c.early
+			s.TLS, s.TLSResume, s.EarlyData = TLSVersion(c.tls), c.resume, c.early
 			s.Cert = "ecdsa-p256"
 			// The session is kept across requests, connections are not.
 			s.Reuse = "process"
@@ -256,7 +256,7 @@ func TestTimeWaitSide(t *testing.T) {
 	s := base()
 	s.Reuse = "none"
 	s.Requests = 5
-	for _, closer := range []string{"client", "server"} {
+	for _, closer := range []Side{"client", "server"} {
 		s.Closer = closer
 		res, _ := run(t, s)
 		client, server := res.Summary.TimeWaitPeak, res.Summary.ServerTimeWaitPeak

@@ -66,7 +66,11 @@ func ParseKind(s string) (Kind, bool) {
 // (every kind without a kinds tag) and the vocabulary type of its values.
 // Every key but kind and at_ms is left out of the compact form when zero.
 type Event struct {
-	Kind   Kind          `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Hop is the hop of a chain of tiers, from 1 (the load to the first
+	// tier); 0 for a single hop. A byte, kept beside Kind so the record does
+	// not grow (MaxTiers is 8).
+	Hop    uint8         `json:"hop,omitempty"`
 	At     time.Duration `json:"at_ms"`                                                 // run time of the event; for calls, when the call ended
 	Req    int           `json:"req,omitempty" kinds:"call,open,port_error,request"`    // web request number, from 1
 	Call   int           `json:"call,omitempty" kinds:"call,open,port_error"`           // call number within the request, from 1
@@ -84,13 +88,13 @@ type Event struct {
 	AppConnect    time.Duration `json:"appconnect_ms,omitempty" kinds:"call"`
 	StartTransfer time.Duration `json:"starttransfer_ms,omitempty" kinds:"call"`
 	Total         time.Duration `json:"total_ms,omitempty" kinds:"call,request"`
-	Handshake     string        `json:"handshake,omitempty" kinds:"call" enum:"Handshake"` // empty: no TLS handshake
+	Handshake     Handshake     `json:"handshake,omitempty" kinds:"call"` // empty: no TLS handshake
 
 	// Sockets.
-	LocalPort int    `json:"local_port,omitempty" kinds:"call,open,idle,close,time_wait,time_wait_end"`
-	By        string `json:"by,omitempty" kinds:"close,time_wait,time_wait_end" enum:"Side"`
-	Reason    string `json:"reason,omitempty" kinds:"close,time_wait_end" enum:"CloseReason"`
-	Error     string `json:"error,omitempty" kinds:"call,port_error,request"` // begins with an ErrorKind for the failures the lessons are about
+	LocalPort int         `json:"local_port,omitempty" kinds:"call,open,idle,close,time_wait,time_wait_end"`
+	By        Side        `json:"by,omitempty" kinds:"close,time_wait,time_wait_end"`
+	Reason    CloseReason `json:"reason,omitempty" kinds:"close,time_wait_end"`
+	Error     string      `json:"error,omitempty" kinds:"call,port_error,request"` // begins with an ErrorKind for the failures the lessons are about
 }
 
 // eventExtra are the keys AppendJSON writes that no field holds.
@@ -140,6 +144,7 @@ func (e *Event) appendJSON(b []byte, compact bool) []byte {
 	b = appendInt(b, "call", e.Call)
 	b = appendInt(b, "worker", e.Worker)
 	b = appendInt(b, "conn", e.Conn)
+	b = appendInt(b, "hop", int(e.Hop))
 	switch e.Kind {
 	case KindCall:
 		b = flag(b, "new_conn", e.NewConn)
@@ -161,7 +166,7 @@ func (e *Event) appendJSON(b []byte, compact bool) []byte {
 		b = ms(b, "starttransfer_ms", e.StartTransfer)
 		b = ms(b, "total_ms", e.Total)
 		if e.Handshake != "" {
-			b = appendStr(b, "handshake", e.Handshake)
+			b = appendStr(b, "handshake", string(e.Handshake))
 		}
 	case KindRequest:
 		b = ms(b, "start_ms", e.Start)
@@ -171,10 +176,10 @@ func (e *Event) appendJSON(b []byte, compact bool) []byte {
 		b = appendInt(b, "local_port", e.LocalPort)
 	}
 	if e.By != "" {
-		b = appendStr(b, "by", e.By)
+		b = appendStr(b, "by", string(e.By))
 	}
 	if e.Reason != "" {
-		b = appendStr(b, "reason", e.Reason)
+		b = appendStr(b, "reason", string(e.Reason))
 	}
 	if e.Error != "" || (e.Kind == KindCall && !compact) {
 		b = appendStr(b, "error", e.Error)

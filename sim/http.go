@@ -76,7 +76,7 @@ func (m *model) openConn(ri, o int32, t0 time.Duration) {
 	}
 	ready := tConnect + m.s.RTT
 	r.connect = ready - r.callStart
-	if TLSVersion(m.s.TLS) != TLSNone {
+	if m.s.TLS != TLSNone {
 		tlsO := m.ownerFor(ri, ShareSSLSession)
 		hs := m.tlsHandshake(m.owners[tlsO].hasTLS)
 		m.owners[tlsO].hasTLS = true
@@ -165,7 +165,7 @@ func (m *model) callDone(ri int32) {
 	*e = Event{Kind: KindCall, At: m.now, Req: r.id, Call: r.call, Worker: int(r.worker) + 1,
 		NewConn: r.newConn, Retried: r.retried, Start: r.callStart, Queue: r.queued,
 		NameLookup: r.nameLook, Connect: r.connect, AppConnect: r.appConn, Total: m.now - r.callStart,
-		Handshake: string(r.handshake), Error: string(r.failMsg)}
+		Handshake: r.handshake, Error: string(r.failMsg)}
 	if r.failMsg != "" {
 		if r.portErr {
 			pe := Event{Kind: KindPortError, At: m.now, Req: r.id, Call: r.call, Worker: e.Worker, Error: e.Error}
@@ -188,7 +188,7 @@ func (m *model) callDone(ri int32) {
 		m.closeConn(ci, sideServer, ReasonKeepaliveRequests)
 	case m.policy == polNone:
 		first := sideClient
-		if Side(m.s.Closer) == SideServer {
+		if m.s.Closer == SideServer {
 			first = sideServer
 		}
 		m.closeConn(ci, first, ReasonNoReuse)

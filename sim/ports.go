@@ -19,11 +19,14 @@ const (
 )
 
 // String is the side's name in events (Side).
-func (s side) String() string {
+func (s side) String() string { return string(s.word()) }
+
+// word is the side as events name it.
+func (s side) word() Side {
 	if s == sideServer {
-		return string(SideServer)
+		return SideServer
 	}
-	return string(SideClient)
+	return SideClient
 }
 
 // ports is the client's ephemeral port space towards the one destination of
@@ -74,7 +77,7 @@ func (m *model) allocPort() (int, bool) {
 	if m.twReuse && tw.len() > 0 && m.now-tw.peek().at >= TWReuseDelay {
 		e := tw.pop()
 		// Always emitted: the summary counts it (time_wait_reused).
-		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: sideClient.String(), Reason: string(ReasonReused)}
+		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: SideClient, Reason: ReasonReused}
 		m.emit(&m.ev)
 		return int(e.port), true
 	}
@@ -93,7 +96,7 @@ func (m *model) enterTimeWait(s side, at time.Duration, port int) {
 		m.schedule(tw.peek().at+TimeWaitLen, evTimeWaitEnd, 0, int32(s))
 	}
 	if m.socketEvents() {
-		m.ev = Event{Kind: KindTimeWait, At: at, LocalPort: port, By: s.String()}
+		m.ev = Event{Kind: KindTimeWait, At: at, LocalPort: port, By: s.word()}
 		m.emit(&m.ev)
 	}
 }
@@ -110,7 +113,7 @@ func (m *model) timeWaitEnd(_ int32, s int32) {
 			m.freePort(e.port)
 		}
 		if m.socketEvents() {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).String()}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).word()}
 			m.emit(&m.ev)
 		}
 	}
@@ -127,7 +130,7 @@ func (m *model) serverClose(ci int32, at time.Duration, reason CloseReason) {
 	c.srvClosed, c.srvClosedAt = true, at
 	c.gen++
 	if m.socketEvents() {
-		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: sideServer.String(), Reason: string(reason)}
+		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: SideServer, Reason: reason}
 		m.emit(&m.ev)
 	}
 }
@@ -153,7 +156,7 @@ func (m *model) closeConn(ci int32, first side, reason CloseReason) {
 	m.open--
 	if first == sideClient {
 		if m.socketEvents() {
-			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: sideClient.String(), Reason: string(reason)}
+			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: SideClient, Reason: reason}
 			m.emit(&m.ev)
 		}
 		m.enterTimeWait(sideClient, m.now, c.port)

@@ -164,6 +164,13 @@ type Summary struct {
 	// worker process.
 	NumConnects       []int `json:"num_connects"`
 	ConnectsPerWorker []int `json:"connects_per_worker"`
+
+	// A chain of tiers (chain.go): the tiers in order, each hop by the
+	// tier it leads to, and each tier. The counts above are then totals
+	// over the hops, and total_ms is the response time.
+	Chain []string                `json:"chain,omitempty"`
+	Hop   map[string]*HopSummary  `json:"hop,omitempty"`
+	Tier  map[string]*TierSummary `json:"tier,omitempty"`
 }
 
 // MaxListed bounds the per-call list in a Summary.
@@ -289,6 +296,8 @@ type Sample struct {
 	Requests       int     `json:"requests"`
 	Connects       int     `json:"connects"`
 	Errors         int     `json:"errors"`
+	// Hops: a chain's gauges per hop, in the chain's order.
+	Hops []HopSample `json:"hops,omitempty"`
 }
 
 // MaxSamples bounds a Series: when full, neighbours merge and the interval
@@ -311,6 +320,7 @@ func (s *Series) Append(x Sample) {
 	if s.pending > 0 {
 		last := &s.Samples[len(s.Samples)-1]
 		last.T, last.Open, last.TimeWait, last.ServerTimeWait, last.PortsInUse = x.T, x.Open, x.TimeWait, x.ServerTimeWait, x.PortsInUse
+		last.Hops = x.Hops
 		last.Requests += x.Requests
 		last.Connects += x.Connects
 		last.Errors += x.Errors

@@ -46,17 +46,24 @@ type Scenario struct {
 	PoolMaxIdle       int        `key:"pool_max_idle" min:"0" max:"100000" help:"pool: most idle connections kept; a returned connection beyond it is closed (Go: MaxIdleConnsPerHost = 2; 0: unlimited)"`
 	PoolFull          PoolFull   `key:"pool_full" help:"pool at pool_max: wait for a free connection (Go MaxConnsPerHost) or fail (redis-py ConnectionError)"`
 	UpstreamKeepalive int        `key:"upstream_keepalive" min:"1" max:"100000" help:"nginx 'keepalive N': idle connections cached per worker; the least recently used beyond N are closed"`
-	Closer            string     `key:"closer" enum:"Side" help:"side that closes first when a connection is not kept; that side holds TIME_WAIT"`
+	Closer            Side       `key:"closer" help:"side that closes first when a connection is not kept; that side holds TIME_WAIT"`
+
+	// Chained tiers (see chain.go): a block's [[tier]] tables.
+	Tiers             []TierSpec    `key:"-"`
+	ClientKeepalive   bool          `key:"client_keepalive" help:"tiers: each user of the load keeps its connection to the first tier (HTTP keep-alive); false: a new one per request, as siege's default connection = close"`
+	ClientConnTime    time.Duration `key:"client_conn_time" min:"0" max:"10s" help:"tiers: the calling worker's own work to open (and later close) each new connection to the next tier"`
+	ServerClosesFirst float64       `key:"server_closes_first" min:"0" max:"1" help:"tiers: of the connections that end with their exchange (not kept), the share whose TIME_WAIT lands on this, the accepting, tier: both ends close at once and the first FIN decides"`
+	SimultaneousClose float64       `key:"simultaneous_close" min:"0" max:"1" help:"tiers: of those connections, the share where the FINs cross and both ends hold a TIME_WAIT socket"`
 
 	// Network and protocols.
 	RTT                time.Duration `key:"rtt" min:"0" max:"10s" help:"round-trip time between client and server"`
 	DNS                time.Duration `key:"dns" min:"0" max:"10s" help:"time of one DNS lookup that misses the cache"`
 	DNSCacheTimeout    time.Duration `key:"dns_cache_timeout" min:"0" max:"24h" help:"how long a resolved name is kept (curl: 60 s; 0: never cached)"`
-	TLS                string        `key:"tls" enum:"TLSVersion" help:"TLS version (none: plain TCP)"`
+	TLS                TLSVersion    `key:"tls" help:"TLS version (none: plain TCP)"`
 	SetupRTTs          int           `key:"setup_rtts" min:"0" max:"10" help:"round trips a client spends on a new connection, after TLS, before its first request (go-redis v9 sends HELLO: 1; HTTP: 0)"`
 	TLSResume          bool          `key:"tls_resume" help:"resume a cached TLS session instead of a full handshake"`
 	EarlyData          bool          `key:"early_data" help:"TLS 1.3 0-RTT: send the request with a resumed handshake"`
-	Cert               string        `key:"cert" enum:"Cert" help:"server certificate key: decides handshake CPU time"`
+	Cert               Cert          `key:"cert" help:"server certificate key: decides handshake CPU time"`
 	HandshakeCPU       time.Duration `key:"handshake_cpu" min:"0" max:"1s" help:"client and server CPU of a full TLS handshake (0: OpenSSL's speed for the cert, 0.85 ms for RSA-2048, 0.208 ms for P-256)"`
 	ResponseBytes      int           `key:"response_bytes" min:"0" max:"1000000000" unit:"B" help:"response size; beyond the initial window, slow start adds round trips"`
 	MSS                int           `key:"mss" min:"536" max:"65535" unit:"B" help:"TCP maximum segment size"`
@@ -133,13 +140,14 @@ func Default() Scenario {
 		ShareSets:          [][]string{{"dns", "connect", "ssl_session"}},
 		PoolFull:           PoolFullWait,
 		UpstreamKeepalive:  32,
-		Closer:             string(SideClient),
+		Closer:             SideClient,
+		ClientKeepalive:    true,
 		RTT:                20 * time.Millisecond,
 		DNS:                10 * time.Millisecond,
 		DNSCacheTimeout:    60 * time.Second,
-		TLS:                string(TLS13),
+		TLS:                TLS13,
 		TLSResume:          true,
-		Cert:               string(CertRSA2048),
+		Cert:               CertRSA2048,
 		ResponseBytes:      1000,
 		MSS:                1460,
 		InitCwnd:           10,
@@ -212,6 +220,9 @@ func init() {
 	def := reflect.ValueOf(Default())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if f.Tag.Get("key") == "-" {
+			continue // set through its own keys (tier.NAME.KEY)
+		}
 		p := Param{Key: f.Tag.Get("key"), Help: f.Tag.Get("help"), Unit: f.Tag.Get("unit"), Fixed: f.Tag.Get("fixed") == "true", index: i}
 		switch {
 		case f.Type == durationType:
@@ -287,6 +298,9 @@ func Keys() []string {
 
 // Get returns the value of key formatted as Set accepts it.
 func (s *Scenario) Get(key string) (string, bool) {
+	if isTierKey(key) {
+		return s.getTierKey(key)
+	}
 	p, ok := paramByKey[key]
 	if !ok {
 		return "", false
@@ -342,6 +356,9 @@ func FormatDuration(d time.Duration) string {
 // int64, float64, bool, []any) or a plain string from a command line.
 // Durations need a unit ("30ms"); the error names the key and what it wants.
 func (s *Scenario) Set(key string, value any) error {
+	if isTierKey(key) {
+		return s.setTierKey(key, value)
+	}
 	p, ok := paramByKey[key]
 	if !ok {
 		return paramErr(key, "unknown key%s", suggest(key))
@@ -574,6 +591,11 @@ func (s *Scenario) Validate() error {
 			return paramErr(p.Key, "want one of %s, got %q", strings.Join(p.Enum, ", "), v.Field(p.index).String())
 		}
 	}
+	if len(s.Tiers) > 0 {
+		if err := s.validateChain(); err != nil {
+			return err
+		}
+	}
 	if s.Requests == 0 && s.Duration == 0 {
 		return paramErr("requests", "set requests or duration, or the run never ends")
 	}
@@ -586,7 +608,7 @@ func (s *Scenario) Validate() error {
 	if s.PauseEvery > 0 && s.Load == LoadOpen {
 		return paramErr("pause_every", "pauses apply to a closed loop (load = \"closed\")")
 	}
-	if s.EarlyData && TLSVersion(s.TLS) != TLS13 {
+	if s.EarlyData && s.TLS != TLS13 {
 		return paramErr("early_data", "0-RTT needs tls = \"1.3\"")
 	}
 	if s.Reuse == ReusePool && s.PoolMax > 0 && s.PoolMaxIdle > s.PoolMax {

@@ -23,7 +23,8 @@ import (
 // A Field is {"name", "type", "unit", "enum", "nullable", "optional",
 // "kinds"}: type is integer, number, boolean, string, any (a value of any
 // JSON type), the name of another entry of types, or one of these followed
-// by "[]" for a list or "{}" for an object of such values by string keys.
+// by "[]" for a list or "{}" for an object whose keys are names (a chain's
+// hops and tiers).
 type Schema struct {
 	Params []SchemaParam       `json:"params"`
 	Enums  map[string][]string `json:"enums"`
@@ -61,7 +62,7 @@ func NewSchema() Schema {
 		s.Params = append(s.Params, sp)
 	}
 	s.Types["Event"] = append(JSONFields(reflect.TypeFor[Event]()), eventExtra...)
-	for _, v := range []any{Summary{}, Stat{}, Sample{}} {
+	for _, v := range []any{Summary{}, Stat{}, Sample{}, HopSummary{}, TierSummary{}, HopSample{}} {
 		t := reflect.TypeOf(v)
 		s.Types[t.Name()] = JSONFields(t)
 	}
@@ -105,8 +106,11 @@ func JSONFields(t reflect.Type) []Field {
 		switch ft.Kind() {
 		case reflect.Slice:
 			list, ft = "[]", ft.Elem()
-		case reflect.Map:
+		case reflect.Map: // keyed by name: a chain's hops and tiers
 			list, ft = "{}", ft.Elem()
+		}
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
 		}
 		if e, ok := enumFor(reflect.StructField{Type: ft, Tag: f.Tag}); ok {
 			fd.Type, fd.Enum = "string", e.name

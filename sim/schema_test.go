@@ -61,8 +61,11 @@ func TestSchemaEventIsAppendJSON(t *testing.T) {
 				if f.Enum != "" {
 					fv.SetString(Enums()[f.Enum][0])
 				}
-			case reflect.Uint8:
+			case reflect.Uint8: // Kind, and a chain's Hop
 				fv.SetUint(uint64(k))
+				if et.Field(i).Name != "Kind" {
+					fv.SetUint(7)
+				}
 			default:
 				fv.SetInt(7)
 			}
@@ -93,7 +96,9 @@ func TestSchemaEventIsAppendJSON(t *testing.T) {
 func TestSchemaSummaryIsItsJSON(t *testing.T) {
 	sc := NewSchema()
 	one := 1.0
-	for name, v := range map[string]any{"Summary": Summary{FirstPortErrorS: &one, RecoveredS: &one}, "Stat": Stat{}, "Sample": Sample{}} {
+	chain := Summary{FirstPortErrorS: &one, RecoveredS: &one, Chain: []string{"app"}, Hop: map[string]*HopSummary{"app": {}}, Tier: map[string]*TierSummary{"app": {}}}
+	for name, v := range map[string]any{"Summary": chain, "Stat": Stat{}, "Sample": Sample{Hops: []HopSample{{}}},
+		"HopSummary": HopSummary{}, "TierSummary": TierSummary{}, "HopSample": HopSample{}} {
 		b, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +111,8 @@ func TestSchemaSummaryIsItsJSON(t *testing.T) {
 		if f.Type == "Stat" && f.Unit != "ms" {
 			t.Errorf("summary %s: a Stat in %q", f.Name, f.Unit)
 		}
-		if _, ok := sc.Types[strings.TrimSuffix(f.Type, "[]")]; !ok && !slices.Contains([]string{"integer", "number", "boolean", "string"}, strings.TrimSuffix(f.Type, "[]")) {
+		elem := strings.TrimSuffix(strings.TrimSuffix(f.Type, "[]"), "{}")
+		if _, ok := sc.Types[elem]; !ok && !slices.Contains([]string{"integer", "number", "boolean", "string"}, elem) {
 			t.Errorf("summary %s: type %s is not in the schema", f.Name, f.Type)
 		}
 	}
@@ -139,11 +145,11 @@ func TestModelEventsFollowTheSchema(t *testing.T) {
 	pool.Requests, pool.Reuse, pool.PoolMax, pool.PoolMaxIdle, pool.PoolFull = 30, ReusePool, 2, 1, PoolFullError
 	pool.Concurrency, pool.Threads, pool.MaxRequests = 4, 4, 5
 	scope := Default() // a request's handle, the server's request limit, 0-RTT
-	scope.Reuse, scope.CallsPerRequest, scope.KeepaliveRequests, scope.EarlyData, scope.Cert = ReuseRequest, 3, 2, true, string(CertECDSAP256)
+	scope.Reuse, scope.CallsPerRequest, scope.KeepaliveRequests, scope.EarlyData, scope.Cert = ReuseRequest, 3, 2, true, CertECDSAP256
 	nginx := Default() // nginx's keepalive N
 	nginx.Requests, nginx.Reuse, nginx.UpstreamKeepalive, nginx.Concurrency, nginx.Threads = 20, ReuseUpstreamKeepalive, 1, 3, 0
 	closer := ports // the server closes first; TLS 1.2
-	closer.Closer, closer.TLS, closer.PortRange = string(SideServer), string(TLS12), Default().PortRange
+	closer.Closer, closer.TLS, closer.PortRange = SideServer, TLS12, Default().PortRange
 	idle := Default() // the client's timers
 	idle.Requests, idle.Reuse, idle.MaxIdleAge, idle.ThinkTime = 3, ReuseProcess, 50*ms, 100*ms
 	life := idle
@@ -153,10 +159,12 @@ func TestModelEventsFollowTheSchema(t *testing.T) {
 
 	kinds := map[Kind]bool{}
 	seen := map[string]bool{}
-	for i, s := range []Scenario{race, dead, ports, pool, scope, nginx, closer, idle, life, cli} {
+	stack := stackScenario(t) // a chain: its exchanges end with both sides closing
+	stack.Duration, stack.Requests = 0, 400
+	for i, s := range []Scenario{race, dead, ports, pool, scope, nginx, closer, idle, life, cli, stack} {
 		_, err := Run(context.Background(), s, Options{Seed: 1, Sink: func(e *Event) {
 			kinds[e.Kind] = true
-			seen[e.By], seen[e.Reason], seen[e.Handshake] = true, true, true
+			seen[string(e.By)], seen[string(e.Reason)], seen[string(e.Handshake)] = true, true, true
 			if err := CheckEvent(e); err != nil {
 				t.Errorf("scenario %d: %v: %s", i+1, err, e.AppendJSON(nil))
 			}

@@ -31,7 +31,7 @@ type handshake struct {
 // (RFC 5246, RFC 8446 §2.)
 func (m *model) tlsHandshake(haveSession bool) handshake {
 	sign, verify := rsa2048Sign, rsa2048Verify
-	if Cert(m.s.Cert) == CertECDSAP256 {
+	if m.s.Cert == CertECDSAP256 {
 		sign, verify = p256Sign, p256Verify
 	}
 	full := sign + verify + 2*ecdhP256
@@ -40,9 +40,9 @@ func (m *model) tlsHandshake(haveSession bool) handshake {
 	}
 	resume := haveSession && m.s.TLSResume
 	switch {
-	case TLSVersion(m.s.TLS) == TLS12 && resume:
+	case m.s.TLS == TLS12 && resume:
 		return handshake{HandshakeResumed, 1, 0}
-	case TLSVersion(m.s.TLS) == TLS12:
+	case m.s.TLS == TLS12:
 		return handshake{HandshakeFull, 2, full}
 	case resume && m.s.EarlyData:
 		return handshake{Handshake0RTT, 0, 2 * ecdhP256}

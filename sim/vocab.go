@@ -120,6 +120,12 @@ const (
 	ReasonEndOfRequest CloseReason = "end-of-request" // the request's handle is freed (PHP frees it at the end of the request)
 	ReasonWorkerExit   CloseReason = "worker-exit"    // the worker process exited (max_requests, mode = cli)
 	ReasonNoReuse      CloseReason = "no-reuse"       // reuse = none: closed after its call by the closer side
+	// Tiers: the exchange ended and the connection is not kept, so both
+	// ends close at once and the first FIN decides who holds the TIME_WAIT
+	// (server_closes_first) ...
+	ReasonEndOfExchange CloseReason = "end-of-exchange"
+	// ... or the FINs crossed and each end holds one (simultaneous_close).
+	ReasonSimultaneous CloseReason = "simultaneous"
 	// ... or it may not be used again.
 	ReasonMaxIdleAge  CloseReason = "max-idle-age" // idle longer than max_idle_age
 	ReasonMaxLifetime CloseReason = "max-lifetime" // older than max_lifetime
@@ -193,7 +199,7 @@ var (
 	certs        = []Cert{CertRSA2048, CertECDSAP256}
 	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy}
 	handshakes   = []Handshake{HandshakeFull, HandshakeResumed, Handshake0RTT}
-	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse,
+	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonEndOfExchange, ReasonSimultaneous,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,
 		ReasonDead, ReasonReset, ReasonClosed, ReasonShutdown, ReasonWarmUp, ReasonReused}
 	errorKinds = []ErrorKind{ErrorNoPort, ErrorRace, ErrorPoolFull, ErrorCallFailed,

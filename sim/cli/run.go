@@ -267,11 +267,15 @@ func printLab(w io.Writer, l *lab.Lab, results []*lab.BlockResult, overridden bo
 		if any(func(s *sim.Summary) bool { return len(s.ConnectsPerWorker) > 1 }) {
 			row("connects per worker", func(s *sim.Summary) string { return listInts(s.ConnectsPerWorker, 8) })
 		}
+		chain := any(func(s *sim.Summary) bool { return len(s.Chain) > 0 }) // no curl phases: hop rows instead
 		for _, p := range sim.CurlPhases() {
+			if chain && p.Key != "total" {
+				continue
+			}
 			row(p.JSON+" p50", func(s *sim.Summary) string { st, _ := p.Stat(s); return num(st.P50) })
 		}
 		row("total_ms p90 / p99", func(s *sim.Summary) string { return num(s.Total.P90) + " / " + num(s.Total.P99) })
-		if any(func(s *sim.Summary) bool { return s.Connects > 0 && s.Reused > 0 }) {
+		if !chain && any(func(s *sim.Summary) bool { return s.Connects > 0 && s.Reused > 0 }) {
 			row("total_ms p50 new conn / reused", func(s *sim.Summary) string {
 				n, r := "-", "-"
 				if s.Connects > 0 {
@@ -292,6 +296,7 @@ func printLab(w io.Writer, l *lab.Lab, results []*lab.BlockResult, overridden bo
 			row("server_time_wait_peak", func(s *sim.Summary) string { return strconv.Itoa(s.ServerTimeWaitPeak) })
 		}
 		row("open_peak", func(s *sim.Summary) string { return strconv.Itoa(s.OpenPeak) })
+		chainRows(r, row)
 		if any(func(s *sim.Summary) bool { return s.Errors > 0 || s.Races > 0 }) {
 			row("errors", func(s *sim.Summary) string { return strconv.Itoa(s.Errors) })
 			row("races (retried)", func(s *sim.Summary) string { return strconv.Itoa(s.Races) })

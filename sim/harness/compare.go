@@ -85,12 +85,13 @@ func ComparePhases(model, measured *sim.Summary, tol Tolerance) []PhaseRow {
 		mo, me sim.Stat
 		mixed  bool // a median over both kinds of call
 	}
-	phases := []phase{
-		{"namelookup", model.NameLookup, measured.NameLookup, false},
-		{"connect", model.Connect, measured.Connect, false},
-		{"appconnect", model.AppConnect, measured.AppConnect, false},
-		{"starttransfer", model.StartTransfer, measured.StartTransfer, true},
-		{"total", model.Total, measured.Total, true},
+	// curl's phases, from sim's table; those a reused call pays too
+	// (starttransfer, total) take a median over both kinds of call.
+	var phases []phase
+	for _, p := range sim.CurlPhases() {
+		mo, _ := p.Stat(model)
+		me, _ := p.Stat(measured)
+		phases = append(phases, phase{p.Key, mo, me, !p.Setup})
 	}
 	both := model.Connects > 0 && model.Reused > 0
 	halfAndHalf := false

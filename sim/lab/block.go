@@ -18,6 +18,7 @@ type Block struct {
 	FenceLine int
 	Source    string
 	Base      []Setting // scenario keys shared by every variant
+	Tiers     []string  // the chain's tiers in order, from [[tier]] tables (none: one hop)
 	Variants  []*Variant
 	Expects   []*Expect
 }
@@ -57,6 +58,9 @@ func bindExpects(blocks []*Block) error {
 // checkSetting applies one key to a default scenario to catch unknown keys
 // and bad values where they are written.
 func checkSetting(key string, v any, line int) (Setting, error) {
+	if strings.HasPrefix(key, "tier.") {
+		return checkTierSetting(key, v, line)
+	}
 	if _, ok := sim.LookupParam(key); !ok && blockKeys[key] {
 		return Setting{}, fmt.Errorf("%s belongs at the top of the block, not in a variant", key)
 	}
@@ -72,6 +76,11 @@ func checkSetting(key string, v any, line int) (Setting, error) {
 // controls). It does not validate.
 func (b *Block) Scenario(v *Variant, overrides []Setting) (sim.Scenario, error) {
 	s := sim.Default()
+	for _, name := range b.Tiers {
+		if err := s.AddTier(name); err != nil {
+			return s, &Error{File: b.File, Line: b.Line, Block: b.ID, Msg: err.Error()}
+		}
+	}
 	for _, group := range [][]Setting{b.Base, v.Settings, overrides} {
 		for _, st := range group {
 			if err := s.Set(st.Key, st.Value); err != nil {

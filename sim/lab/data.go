@@ -29,6 +29,7 @@ type BlockData struct {
 	Note      string        `json:"note"`
 	Line      int           `json:"line"`
 	FenceLine int           `json:"fence_line"`
+	Tiers     []string      `json:"tiers,omitempty"` // a chain's tiers, in order ([[tier]] tables)
 	Base      []Setting     `json:"base"`
 	Variants  []VariantData `json:"variants"`
 	Expect    []ExpectData  `json:"expect"`
@@ -103,7 +104,7 @@ func (l *Lab) Data() (*Data, error) {
 
 // Data returns the block as read and how a page shows it.
 func (b *Block) Data() BlockData {
-	d := BlockData{ID: b.ID, Title: b.Title, Note: b.Note, Line: b.Line, FenceLine: b.FenceLine,
+	d := BlockData{ID: b.ID, Title: b.Title, Note: b.Note, Line: b.Line, FenceLine: b.FenceLine, Tiers: b.Tiers,
 		Base: nonNil(b.Base), Expect: []ExpectData{}, Controls: []Control{}, Fixed: []Setting{}}
 	for _, v := range b.Variants {
 		d.Variants = append(d.Variants, VariantData{Name: v.Name, Label: v.Label, Line: v.Line, Settings: nonNil(v.Settings)})
@@ -113,8 +114,11 @@ func (b *Block) Data() BlockData {
 	}
 	d.Controls, d.Fixed = b.Controls()
 	base := sim.Default()
+	for _, name := range b.Tiers {
+		_ = base.AddTier(name) // checked when read
+	}
 	for _, st := range b.Base {
-		_ = base.Set(st.Key, st.Value) // checked when read
+		_ = base.Set(st.Key, st.Value)
 	}
 	d.PortCount = base.PortRange.Size()
 	return d
@@ -131,19 +135,27 @@ func (b *Block) Controls() (controls []Control, fixed []Setting) {
 			byVariant[st.Key] = true
 		}
 	}
-	for _, p := range sim.Params() {
-		if byVariant[p.Key] {
-			continue
-		}
-		i := slices.IndexFunc(b.Base, func(st Setting) bool { return st.Key == p.Key })
-		if i < 0 {
-			continue
-		}
-		st := b.Base[i]
+	add := func(p sim.Param, st Setting) {
 		if p.Kind == "sets" || p.Fixed {
 			fixed = append(fixed, st)
 		} else {
 			controls = append(controls, Control{Param: p, Value: st.Value})
+		}
+	}
+	for _, p := range sim.Params() {
+		if byVariant[p.Key] {
+			continue
+		}
+		if i := slices.IndexFunc(b.Base, func(st Setting) bool { return st.Key == p.Key }); i >= 0 {
+			add(p, b.Base[i])
+		}
+	}
+	// A chain's tier settings (tier.NAME.KEY) follow, in the block's order,
+	// described as the key they set.
+	for _, st := range b.Base {
+		if p, ok := tierParam(st.Key); ok && !byVariant[st.Key] {
+			p.Key = st.Key
+			add(p, st)
 		}
 	}
 	return controls, fixed
@@ -183,7 +195,7 @@ func FromData(d *Data) (*Lab, error) {
 			return nil, &Error{File: d.File, Line: bd.FenceLine, Msg: fmt.Sprintf("block id %q: empty or used twice", bd.ID)}
 		}
 		seen[bd.ID] = true
-		b := &Block{ID: bd.ID, Title: bd.Title, Note: bd.Note, File: d.File, Line: bd.Line, FenceLine: bd.FenceLine}
+		b := &Block{ID: bd.ID, Title: bd.Title, Note: bd.Note, File: d.File, Line: bd.Line, FenceLine: bd.FenceLine, Tiers: bd.Tiers}
 		var err error
 		if b.Base, err = dataSettings(bd.Base); err != nil {
 			return nil, fail(err.(lineError).line, "%v", err.(lineError).err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,5 +157,42 @@ func TestFromDataRefuses(t *testing.T) {
 	}
 	if _, err := FromData(good()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A chain's tiers travel in the data: the lab from its data runs the same,
+// and a page shows the tiers' own keys as controls.
+func TestFromDataChain(t *testing.T) {
+	read, err := Parse("chain.md", []byte(chainLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := read.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(d.Blocks[0].Tiers, " "); got != "nginx app redis" {
+		t.Fatalf("tiers %q", got)
+	}
+	l := fromJSON(t, d)
+	want, err := read.Run(context.Background(), nil, RunOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Run(context.Background(), nil, RunOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := json.Marshal(want)
+	g, _ := json.Marshal(got)
+	if string(w) != string(g) {
+		t.Errorf("the chain from its data runs differently:\n%s\n%s", g, w)
+	}
+	var keys []string
+	for _, c := range d.Blocks[0].Controls {
+		keys = append(keys, c.Key)
+	}
+	if !slices.Contains(keys, "tier.app.threads") || slices.Contains(keys, "tier.nginx.reuse") {
+		t.Errorf("controls %v: want the tiers' keys but those a variant sets", keys)
 	}
 }

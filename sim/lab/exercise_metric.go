@@ -14,9 +14,24 @@ import (
 // An exercise's metric: binding its names to the variants of its block,
 // and computing a number exercise's answer with the model.
 
-// callFields are the metrics of one call (call = N).
-var callFields = map[string]bool{"namelookup_ms": true, "connect_ms": true, "appconnect_ms": true,
-	"starttransfer_ms": true, "total_ms": true, "queue_ms": true, "num_connects": true, "worker": true, "conn": true}
+// callFields are the metrics of one call (call = N): every phase of sim's
+// table, and the call's connection.
+var callFields = func() map[string]bool {
+	m := map[string]bool{"num_connects": true, "worker": true, "conn": true}
+	for _, p := range sim.Phases() {
+		m[p.JSON] = true
+	}
+	return m
+}()
+
+// callMetrics are the metrics of one call event.
+func callMetrics(e *sim.Event) map[string]any {
+	m := map[string]any{"num_connects": float64(e.NumConnects()), "worker": float64(e.Worker), "conn": float64(e.Conn)}
+	for _, p := range sim.Phases() {
+		m[p.JSON] = sim.MS(p.Time(e))
+	}
+	return m
+}
 
 // bindMetric parses the metric expression and resolves its names: a first
 // name that is a variant of the block selects that variant; otherwise the
@@ -121,12 +136,7 @@ func (x *Exercise) Answer(ctx context.Context, over []Setting) (float64, error) 
 				}
 				n++
 				if n == x.Call {
-					call = map[string]any{
-						"namelookup_ms": sim.MS(e.NameLookup), "connect_ms": sim.MS(e.Connect),
-						"appconnect_ms": sim.MS(e.AppConnect), "starttransfer_ms": sim.MS(e.StartTransfer),
-						"total_ms": sim.MS(e.Total), "queue_ms": sim.MS(e.Queue),
-						"num_connects": float64(e.NumConnects()), "worker": float64(e.Worker), "conn": float64(e.Conn),
-					}
+					call = callMetrics(e)
 				}
 			}
 		}

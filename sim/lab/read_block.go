@@ -73,6 +73,13 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 				x.Line = line + el - 1
 				b.Expects = append(b.Expects, x)
 			}
+		case "tier":
+			names, settings, rel, err := parseTiers(v, lines, line)
+			if err != nil {
+				return nil, fail(rel, "%v", err)
+			}
+			b.Tiers = names
+			b.Base = append(b.Base, settings...)
 		case "variant":
 			tables, ok := v.([]any)
 			if !ok {
@@ -100,6 +107,12 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 						} else {
 							vr.Label = s
 						}
+					case "tier":
+						sts, rel, err := variantTierSettings(tm[vk], lines, line, prefix)
+						if err != nil {
+							return nil, fail(rel, "variant %q: %v", tm["name"], err)
+						}
+						vr.Settings = append(vr.Settings, sts...)
 					default:
 						st, err := checkSetting(vk, tm[vk], line+vl-1)
 						if err != nil {
@@ -230,8 +243,19 @@ func ParseSetting(kv string) (Setting, error) {
 	if err := toml.Unmarshal([]byte("v = "+v), &doc); err == nil {
 		value = doc["v"]
 	}
-	if p, ok := sim.LookupParam(k); ok && (p.Kind == "enum" || p.Kind == "duration" || p.Kind == "ports") {
+	p, ok := sim.LookupParam(k)
+	if strings.HasPrefix(k, "tier.") {
+		p, ok = tierParam(k)
+	}
+	if ok && (p.Kind == "enum" || p.Kind == "duration" || p.Kind == "ports") {
 		value = v // "1.3" stays a string
+	}
+	if strings.HasPrefix(k, "tier.") {
+		st, err := checkTierSetting(k, value, 0)
+		if err != nil {
+			return Setting{}, fmt.Errorf("--set %v", err)
+		}
+		return st, nil
 	}
 	s := sim.Default()
 	if err := s.Set(k, value); err != nil {

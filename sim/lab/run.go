@@ -303,11 +303,15 @@ func MetricsOf(v *VariantResult) map[string]any {
 }
 
 // metricNames are the keys of a Summary (sim's schema) and of each Stat in
-// it ("total_ms.p50"), and "error".
+// it ("total_ms.p50"), and "error". A chain's hops and tiers, keyed by
+// name, are knownChainMetric's (hop.NAME.METRIC).
 var metricNames = func() map[string]bool {
 	names := map[string]bool{"error": true}
 	types := sim.NewSchema().Types
 	for _, f := range types["Summary"] {
+		if strings.HasSuffix(f.Type, "{}") {
+			continue
+		}
 		names[f.Name] = true
 		for _, sub := range types[f.Type] {
 			names[f.Name+"."+sub.Name] = true
@@ -316,4 +320,6 @@ var metricNames = func() map[string]bool {
 	return names
 }()
 
-func knownMetric(path []string) bool { return metricNames[strings.Join(path, ".")] }
+func knownMetric(path []string) bool {
+	return metricNames[strings.Join(path, ".")] || knownChainMetric(path)
+}

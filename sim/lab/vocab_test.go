@@ -13,10 +13,11 @@ import (
 )
 
 // TestMetricNamesAreTheSummaryJSON: the metrics an expectation may name are
-// the keys a Summary marshals to, and those of each Stat in it.
+// the keys a Summary marshals to, and those of each Stat in it (a chain's
+// hops and tiers, keyed by name, are tested with the chains).
 func TestMetricNamesAreTheSummaryJSON(t *testing.T) {
 	one := 1.0
-	raw, _ := json.Marshal(sim.Summary{FirstPortErrorS: &one, RecoveredS: &one})
+	raw, _ := json.Marshal(sim.Summary{FirstPortErrorS: &one, RecoveredS: &one, Chain: []string{"app"}})
 	var m map[string]any
 	json.Unmarshal(raw, &m)
 	want := map[string]bool{"error": true}

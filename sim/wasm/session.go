@@ -315,7 +315,9 @@ func settings(params map[string]any) ([]lab.Setting, error) {
 	for _, k := range keys {
 		v := params[k]
 		sc := sim.Default()
-		if err := sc.Set(k, v); err != nil {
+		// A chain's tier.NAME.KEY needs the block's tiers: the block's
+		// scenarios check it.
+		if err := sc.Set(k, v); err != nil && !strings.HasPrefix(k, "tier.") {
 			return nil, &fieldError{k, err.Error()}
 		}
 		set = append(set, lab.Setting{Key: k, Value: v})

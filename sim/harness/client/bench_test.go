@@ -31,7 +31,7 @@ func BenchmarkReusedCall(b *testing.B) {
 			}
 			s := sim.Default()
 			s.RTT, s.DNS, s.ServerTime, s.KeepaliveRequests = rtt, 0, 0, 0
-			s.TLS = tlsV
+			s.TLS = sim.TLSVersion(tlsV)
 			s.Reuse = "process"
 			up, err := servers.StartUpstream("", servers.ConfigFor(&s, rtt, servers.OwnClients), certs, nil)
 			if err != nil {

@@ -19,13 +19,6 @@ import (
 	"github.com/connlab/connlab/sim/harness/servers"
 )
 
-// Error texts of failed calls, as the model words them (sim/http.go), with
-// the real error after them.
-const (
-	errTextPorts = "EADDRNOTAVAIL: connect() found no free local port (errno 99)"
-	errTextRace  = "ECONNRESET: the server closed the kept connection as the request was sent (keep-alive race)"
-)
-
 // callTrace follows one call: the phases of the connection it opened, if
 // any, in curl's cumulative terms.
 type callTrace struct {
@@ -52,9 +45,9 @@ type clientConn struct {
 	dnsDone   time.Time
 	connDone  time.Time
 	tlsDone   time.Time
-	handshake string
+	handshake sim.Handshake
 	w         *Worker
-	reason    func() string // why the client is closing, when it does
+	reason    func() sim.CloseReason // why the client is closing, when it does
 	peerEOF   atomic.Bool
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -81,9 +74,9 @@ func (c *clientConn) Close() error {
 		return nil // dead; the handle closes it when it next looks
 	}
 	c.closeOnce.Do(func() {
-		by, reason := "client", c.reason()
+		by, reason := sim.SideClient, c.reason()
 		if c.peerEOF.Load() {
-			by, reason = "server", "closed"
+			by, reason = sim.SideServer, sim.ReasonDead
 		}
 		c.w.Emit(&sim.Event{Kind: sim.KindClose, At: c.w.since(time.Now()), Conn: c.id, LocalPort: c.localPort, By: by, Reason: reason})
 	})
@@ -133,15 +126,15 @@ type entry struct {
 	reason   atomic.Value // why the client closes it, when it does
 }
 
-func (e *entry) closeReason() string {
-	if r, ok := e.reason.Load().(string); ok {
+func (e *entry) closeReason() sim.CloseReason {
+	if r, ok := e.reason.Load().(sim.CloseReason); ok {
 		return r
 	}
-	return "closed"
+	return sim.ReasonDead
 }
 
 // closeBy closes the entry's connection from the client side.
-func (e *entry) closeBy(reason string) {
+func (e *entry) closeBy(reason sim.CloseReason) {
 	e.reason.Store(reason)
 	if c := e.conn.Load(); c != nil {
 		c.forced.Store(true)
@@ -187,7 +180,7 @@ func (h *HTTPClient) newEntry() *entry {
 	return e
 }
 
-var errPoolFull = errors.New("ConnectionError: the pool is at pool_max connections")
+var errPoolFull = errors.New(string(sim.ErrorPoolFull))
 
 // acquire finds the call a connection: a kept one, a place in the pool's
 // queue, or a new one (dialled by the Transport when the call is sent).
@@ -201,13 +194,13 @@ func (h *HTTPClient) acquire(ctx context.Context) (*entry, error) {
 		switch {
 		case e.dead():
 			h.open--
-			e.closeBy("closed") // curl finds the server closed it, and closes its side
+			e.closeBy(sim.ReasonDead) // curl finds the server closed it, and closes its side
 		case s.MaxIdleAge > 0 && now.Sub(e.lastUsed) > s.MaxIdleAge:
 			h.open--
-			e.closeBy("max-idle-age")
+			e.closeBy(sim.ReasonMaxIdleAge)
 		case s.MaxLifetime > 0 && now.Sub(e.created) > s.MaxLifetime:
 			h.open--
-			e.closeBy("max-lifetime")
+			e.closeBy(sim.ReasonMaxLifetime)
 		default:
 			h.mu.Unlock()
 			return e, nil
@@ -243,7 +236,7 @@ func (h *HTTPClient) release(e *entry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.dead() {
-		e.closeBy("closed")
+		e.closeBy(sim.ReasonDead)
 		if len(h.waiters) > 0 {
 			h.waiters[0] <- nil // the slot passes to the waiting call
 			h.waiters = h.waiters[1:]
@@ -254,7 +247,7 @@ func (h *HTTPClient) release(e *entry) {
 	}
 	if h.closed {
 		h.open--
-		e.closeBy("end-of-request")
+		e.closeBy(sim.ReasonEndOfRequest)
 		return
 	}
 	if len(h.waiters) > 0 {
@@ -264,7 +257,7 @@ func (h *HTTPClient) release(e *entry) {
 	}
 	if s.Reuse == "pool" && s.PoolMaxIdle > 0 && len(h.idle) >= s.PoolMaxIdle {
 		h.open--
-		e.closeBy("idle-full")
+		e.closeBy(sim.ReasonIdleFull)
 		return
 	}
 	e.lastUsed = time.Now()
@@ -273,13 +266,13 @@ func (h *HTTPClient) release(e *entry) {
 		lru := h.idle[0]
 		h.idle = h.idle[1:]
 		h.open--
-		lru.closeBy("evict")
+		lru.closeBy(sim.ReasonEvict)
 	}
 }
 
 // CloseIdle ends the handle: its idle connections are closed by the
 // client, for reason (the close events' reason).
-func (h *HTTPClient) CloseIdle(reason string) {
+func (h *HTTPClient) CloseIdle(reason sim.CloseReason) {
 	h.mu.Lock()
 	idle := h.idle
 	h.idle = nil
@@ -334,9 +327,9 @@ func (h *HTTPClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 			return nil, err
 		}
 		c.tlsDone = time.Now()
-		c.handshake = "full"
+		c.handshake = sim.HandshakeFull
 		if tc.ConnectionState().DidResume {
-			c.handshake = "resumed"
+			c.handshake = sim.HandshakeResumed
 		}
 		c.Conn = tc
 	}
@@ -388,10 +381,10 @@ func (w *Worker) HTTPCall(ctx context.Context, h, dnsO, tlsO *HTTPClient, req, n
 	if err != nil {
 		switch {
 		case ct.portErr:
-			e.Error = errTextPorts + " [" + err.Error() + "]"
+			e.Error = string(sim.ErrorNoPort) + " [" + err.Error() + "]"
 			w.Emit(&sim.Event{Kind: sim.KindPortError, At: e.At, Req: req, Call: n, Worker: e.Worker, Error: e.Error})
 		case ct.conns > 0 && ct.reused:
-			e.Error = errTextRace + " [" + err.Error() + "]"
+			e.Error = string(sim.ErrorRace) + " [" + err.Error() + "]"
 			e.Retried = true
 		default:
 			e.Error = err.Error()

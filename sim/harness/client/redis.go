@@ -23,7 +23,7 @@ type redisClient struct {
 
 	mu     sync.Mutex
 	dialed []*clientConn // dialed, not yet claimed by a call
-	reason string
+	reason sim.CloseReason
 }
 
 type redisCallKey struct{}
@@ -35,7 +35,7 @@ type redisCallKey struct{}
 // request would pay on every request.
 func (w *Worker) newRedisClient(size int) *redisClient {
 	s := &w.cfg.Scenario
-	rc := &redisClient{w: w, reason: "max-idle-age"}
+	rc := &redisClient{w: w, reason: sim.ReasonMaxIdleAge}
 	opt := &redis.Options{
 		Addr:            w.cfg.Redis,
 		Protocol:        2,
@@ -97,7 +97,7 @@ func (rc *redisClient) dial(ctx context.Context, network, addr string) (net.Conn
 	return c, nil
 }
 
-func (rc *redisClient) closeReason() string {
+func (rc *redisClient) closeReason() sim.CloseReason {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.reason
@@ -105,8 +105,8 @@ func (rc *redisClient) closeReason() string {
 
 func (rc *redisClient) close() {
 	rc.mu.Lock()
-	if rc.reason == "max-idle-age" {
-		rc.reason = "end-of-request"
+	if rc.reason == sim.ReasonMaxIdleAge {
+		rc.reason = sim.ReasonEndOfRequest
 	}
 	rc.mu.Unlock()
 	rc.c.Close()
@@ -153,7 +153,7 @@ func (w *Worker) serveRedis(ctx context.Context, req int) bool {
 		if err != nil {
 			e.Error = err.Error()
 			if errors.Is(err, syscall.EADDRNOTAVAIL) {
-				e.Error = errTextPorts + " [" + err.Error() + "]"
+				e.Error = string(sim.ErrorNoPort) + " [" + err.Error() + "]"
 				w.Emit(&sim.Event{Kind: sim.KindPortError, At: e.At, Req: req, Call: n, Worker: e.Worker, Error: e.Error})
 			}
 			w.Emit(e)

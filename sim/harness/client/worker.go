@@ -178,7 +178,7 @@ func (w *Worker) Serve(ctx context.Context, req int) bool {
 		e := w.HTTPCall(ctx, connO, dnsO, tlsO, req, n, nil)
 		w.Emit(e)
 		if s.Reuse == "none" {
-			connO.CloseIdle("end-of-call")
+			connO.CloseIdle(sim.ReasonEndOfCall)
 		}
 		if e.Error != "" {
 			failed = true
@@ -186,7 +186,7 @@ func (w *Worker) Serve(ctx context.Context, req int) bool {
 		}
 	}
 	if reqC != nil {
-		reqC.CloseIdle("end-of-request")
+		reqC.CloseIdle(sim.ReasonEndOfRequest)
 	}
 	return failed
 }
@@ -206,10 +206,10 @@ func (w *Worker) Exit() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, h := range w.persistent {
-		h.CloseIdle("worker-exit")
+		h.CloseIdle(sim.ReasonWorkerExit)
 	}
 	if w.pool != nil {
-		w.pool.CloseIdle("worker-exit")
+		w.pool.CloseIdle(sim.ReasonWorkerExit)
 	}
 	if w.redis != nil {
 		w.redis.close()

@@ -179,7 +179,7 @@ func (s *Sampler) sample() {
 		return
 	}
 	at := s.since(now)
-	emit := func(k sim.Kind, by string, port int, reason string) {
+	emit := func(k sim.Kind, by sim.Side, port int, reason sim.CloseReason) {
 		s.emit(&sim.Event{Kind: k, At: at, By: by, LocalPort: port, Reason: reason})
 	}
 	// Client side, by the time each socket has left.
@@ -190,17 +190,17 @@ func (s *Sampler) sample() {
 			s.due[k] = was // the last reading missed it: /proc/net/tcp is no snapshot
 			continue
 		}
-		emit(sim.KindTimeWaitEnd, "client", k.local, "reused")
+		emit(sim.KindTimeWaitEnd, sim.SideClient, k.local, sim.ReasonReused)
 	}
 	for k, left := range c.clientTW {
 		due := dueSpan(start, now, left)
 		was, seen := s.due[k]
 		switch {
 		case !seen:
-			emit(sim.KindTimeWait, "client", k.local, "")
+			emit(sim.KindTimeWait, sim.SideClient, k.local, "")
 		case later(due, was):
-			emit(sim.KindTimeWaitEnd, "client", k.local, "reused")
-			emit(sim.KindTimeWait, "client", k.local, "")
+			emit(sim.KindTimeWaitEnd, sim.SideClient, k.local, sim.ReasonReused)
+			emit(sim.KindTimeWait, sim.SideClient, k.local, "")
 		}
 		s.due[k] = due
 	}
@@ -212,18 +212,18 @@ func (s *Sampler) sample() {
 		if was.lo.Sub(now) > takeoverGap {
 			s.gone[k] = was
 		} else {
-			emit(sim.KindTimeWaitEnd, "client", k.local, "")
+			emit(sim.KindTimeWaitEnd, sim.SideClient, k.local, "")
 		}
 	}
 	// Server side.
 	for k := range c.serverTW {
 		if _, ok := s.last.serverTW[k]; !ok {
-			emit(sim.KindTimeWait, "server", 0, "")
+			emit(sim.KindTimeWait, sim.SideServer, 0, "")
 		}
 	}
 	for k := range s.last.serverTW {
 		if _, ok := c.serverTW[k]; !ok {
-			emit(sim.KindTimeWaitEnd, "server", 0, "")
+			emit(sim.KindTimeWaitEnd, sim.SideServer, 0, "")
 		}
 	}
 	s.last = c

@@ -93,7 +93,7 @@ func (g *loadGen) one(ctx context.Context, user int, sent time.Time) time.Time {
 	end = end.Add(half)
 	e := &sim.Event{Kind: sim.KindRequest, At: g.lp.since(end), Req: r.id, Worker: r.worker, Start: g.lp.since(sent), Total: end.Sub(sent)}
 	if failed {
-		e.Error = "a call failed"
+		e.Error = string(sim.ErrorCallFailed)
 	}
 	g.lp.emit(e)
 	g.lp.progress()

@@ -218,7 +218,7 @@ func (g *goProxy) handle(rw http.ResponseWriter, r *http.Request) {
 	e := w.HTTPCall(r.Context(), h, h, h, req, 1, &body)
 	w.Emit(e)
 	if h != g.pools[i] {
-		h.CloseIdle("end-of-call")
+		h.CloseIdle(sim.ReasonEndOfCall)
 	}
 	rw.Header().Set("X-Connlab-Worker", strconv.Itoa(i+1))
 	if e.Error != "" {

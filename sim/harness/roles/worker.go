@@ -146,7 +146,7 @@ func warmUp(cfg wire.WorkerConfig) error {
 				return fmt.Errorf("harness: worker warm-up: %s", e.Error)
 			}
 		}
-		h.CloseIdle("warm-up")
+		h.CloseIdle(sim.ReasonWarmUp)
 	}
 	return nil
 }

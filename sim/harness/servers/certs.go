@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/netem"
 )
 
@@ -107,9 +108,9 @@ func newCerts() (*Certs, error) {
 }
 
 // serverCert returns the certificate for the scenario's cert key.
-func (c *Certs) serverCert(kind string) (tls.Certificate, error) {
+func (c *Certs) serverCert(kind sim.Cert) (tls.Certificate, error) {
 	p := c.RSAPEM
-	if kind == "ecdsa-p256" {
+	if kind == sim.CertECDSAP256 {
 		p = c.ECDSAPEM
 	}
 	return tls.X509KeyPair(p, p)
@@ -125,8 +126,8 @@ func CAPool(caPEM []byte) (*x509.CertPool, error) {
 }
 
 // TLSVersion maps the scenario's tls key to crypto/tls.
-func TLSVersion(v string) uint16 {
-	if v == "1.2" {
+func TLSVersion(v sim.TLSVersion) uint16 {
+	if v == sim.TLS12 {
 		return tls.VersionTLS12
 	}
 	return tls.VersionTLS13
@@ -142,7 +143,7 @@ var Curves = []tls.CurveID{tls.CurveP256}
 // on the critical path. The model prices handshakes at OpenSSL's speed; a
 // real run measures its own and gives it to the model as handshake_cpu, so
 // that model and measurement differ in round trips only.
-func MeasureHandshake(certs *Certs, version, kind string) (time.Duration, error) {
+func MeasureHandshake(certs *Certs, version sim.TLSVersion, kind sim.Cert) (time.Duration, error) {
 	cert, err := certs.serverCert(kind)
 	if err != nil {
 		return 0, err

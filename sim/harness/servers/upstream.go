@@ -20,9 +20,9 @@ import (
 
 // UpstreamConfig is the upstream server's behaviour, from the scenario.
 type UpstreamConfig struct {
-	TLS               string // "none", "1.2", "1.3"
-	Tickets           bool   // TLS session tickets (tls_resume)
-	Cert              string // "rsa2048", "ecdsa-p256"
+	TLS               sim.TLSVersion
+	Tickets           bool // TLS session tickets (tls_resume)
+	Cert              sim.Cert
 	KeepaliveTimeout  time.Duration
 	KeepaliveRequests int
 	ServerTime        time.Duration
@@ -31,9 +31,9 @@ type UpstreamConfig struct {
 	ConnTime          time.Duration
 	ResponseBytes     int
 	// Closer is the side that closes first when a connection is not kept:
-	// "server" closes right after the response, "client" waits for the
-	// client's FIN.
-	Closer string
+	// the server closes right after the response, the client's side
+	// waits for the client's FIN.
+	Closer sim.Side
 	// Path is the emulated network, applied at the server's end.
 	Path netem.Path
 	Seed uint64
@@ -106,7 +106,7 @@ type Upstream struct {
 // picks) and serves until Close.
 func StartUpstream(addr string, cfg UpstreamConfig, certs *Certs, emit func(*sim.Event)) (*Upstream, error) {
 	u := &Upstream{cfg: cfg, emit: emit, rng: rand.New(rand.NewPCG(cfg.Seed, 7))}
-	if cfg.TLS != "none" {
+	if cfg.TLS != sim.TLSNone {
 		cert, err := certs.serverCert(cfg.Cert)
 		if err != nil {
 			return nil, err
@@ -138,7 +138,7 @@ func (u *Upstream) Port() int { return u.conns.ln.Addr().(*net.TCPAddr).Port }
 // Close stops the upstream and every connection, and waits for them.
 func (u *Upstream) Close() { u.conns.close() }
 
-func (u *Upstream) closeEvent(c net.Conn, reason string) {
+func (u *Upstream) closeEvent(c net.Conn, reason sim.CloseReason) {
 	if u.emit == nil {
 		return
 	}
@@ -146,7 +146,7 @@ func (u *Upstream) closeEvent(c net.Conn, reason string) {
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		port = a.Port
 	}
-	u.emit(&sim.Event{Kind: sim.KindClose, LocalPort: port, By: "server", Reason: reason})
+	u.emit(&sim.Event{Kind: sim.KindClose, LocalPort: port, By: sim.SideServer, Reason: reason})
 }
 
 // serveConn serves one connection: TLS handshake, then requests until the
@@ -183,7 +183,7 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				u.closeEvent(raw, "idle-timeout")
+				u.closeEvent(raw, sim.ReasonIdleTimeout)
 			}
 			return
 		}
@@ -226,9 +226,9 @@ func (u *Upstream) serveConn(raw net.Conn, id int) {
 		if keep {
 			continue
 		}
-		if byServer || u.cfg.Closer == "server" {
+		if byServer || u.cfg.Closer == sim.SideServer {
 			if byServer {
-				u.closeEvent(raw, "keepalive-requests")
+				u.closeEvent(raw, sim.ReasonKeepaliveRequests)
 			}
 			return
 		}
@@ -271,7 +271,7 @@ func (u *Upstream) response(b []byte, id, n int, keep, http11 bool) []byte {
 
 // String describes the upstream for the output.
 func (u *Upstream) String() string {
-	if u.cfg.TLS == "none" {
+	if u.cfg.TLS == sim.TLSNone {
 		return fmt.Sprintf("Go HTTP/1.1 upstream on %s", u.Addr())
 	}
 	t := "no session tickets"

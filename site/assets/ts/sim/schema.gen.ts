@@ -9,7 +9,7 @@ export type Arrival = "uniform" | "poisson";
 
 export type Cert = "rsa2048" | "ecdsa-p256";
 
-export type CloseReason = "end-of-call" | "end-of-request" | "worker-exit" | "no-reuse" | "max-idle-age" | "max-lifetime" | "idle-full" | "evict" | "idle-timeout" | "keepalive-requests" | "dead" | "reset" | "closed" | "shutdown" | "warm-up" | "reused";
+export type CloseReason = "end-of-call" | "end-of-request" | "worker-exit" | "no-reuse" | "end-of-exchange" | "simultaneous" | "max-idle-age" | "max-lifetime" | "idle-full" | "evict" | "idle-timeout" | "keepalive-requests" | "dead" | "reset" | "closed" | "shutdown" | "warm-up" | "reused";
 
 export type Dispatch = "queue" | "round-robin" | "random";
 
@@ -59,6 +59,7 @@ export interface Control {
 
 export interface Event {
   kind: Kind;
+  hop?: number;
   at_ms: number; // ms
   req?: number; // on call, open, port_error, request
   call?: number; // on call, open, port_error
@@ -80,6 +81,37 @@ export interface Event {
   reason?: CloseReason; // on close, time_wait_end
   error?: string; // on call, port_error, request
   num_connects?: number; // on call
+}
+
+export interface HopSample {
+  open: number;
+  idle: number;
+  time_wait: number;
+  server_time_wait: number;
+}
+
+export interface HopSummary {
+  calls: number;
+  connects: number;
+  reused: number;
+  errors: number;
+  closed_by_client: number;
+  closed_by_server: number;
+  simultaneous_closes: number;
+  time_wait_client: number;
+  time_wait_server: number;
+  time_wait_client_peak: number;
+  time_wait_server_peak: number;
+  time_wait_client_end: number;
+  time_wait_server_end: number;
+  time_wait_reused: number;
+  time_wait_taken_over: number;
+  open_peak: number;
+  idle_peak: number;
+  ports_in_use_peak: number;
+  port_errors: number;
+  races: number;
+  call_ms: Stat; // ms
 }
 
 export interface Instance {
@@ -134,6 +166,7 @@ export interface Sample {
   requests: number;
   connects: number;
   errors: number;
+  hops?: HopSample[];
 }
 
 export interface ScenarioRef {
@@ -180,6 +213,16 @@ export interface Summary {
   reused_total_ms: Stat; // ms
   num_connects: number[];
   connects_per_worker: number[];
+  chain?: string[];
+  hop?: Record<string, HopSummary>;
+  tier?: Record<string, TierSummary>;
+}
+
+export interface TierSummary {
+  requests: number;
+  utilisation: number;
+  work_ms: number; // ms
+  queue_ms: Stat; // ms
 }
 
 // The JSON key of each phase: a time of an Event.
