@@ -252,6 +252,20 @@ func (s *builtSite) config(mounts map[string]string) string {
 		} else if source := mm["source"].(string); !filepath.IsAbs(source) {
 			mm["source"] = filepath.Join(s.root, "site", source)
 		}
+		// A directory mounted here replaces the same files of a wider
+		// mount: the .wasm of a developer's `make wasm` in site/assets/wasm
+		// must not stand in for the one this build made (it did: the
+		// mount listed first did not win).
+		var exclude []any
+		for sub, src := range all {
+			if rest, ok := strings.CutPrefix(sub, target+"/"); ok && src != "" && !have[sub] {
+				exclude = append(exclude, rest+"/**")
+			}
+		}
+		if len(exclude) > 0 {
+			slices.SortFunc(exclude, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+			mm["excludeFiles"] = exclude
+		}
 		list = append(list, mm)
 	}
 	module["mounts"] = list
