@@ -12,7 +12,7 @@ WASMDIR ?= site/assets/wasm
 # a path takes that path, e.g. make site BASEURL=https://example.org/connlab/
 BASEURL ?= /
 
-.PHONY: build data wasm site serve dev test vet bench fuzz php
+.PHONY: build data gen wasm site serve dev test vet bench fuzz php tsc
 
 build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
@@ -28,34 +28,62 @@ $(PHPDIR)/node_modules/.package-lock.json: $(PHPDIR)/package.json $(PHPDIR)/pack
 	  echo "npm ci ($(PHPDIR))"; cd $(PHPDIR) && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the real PHP 8.5 runtime is not installed (apt-get install nodejs npm)"; fi
 
+# TypeScript, for one check: the widgets' types against the types generated
+# from Go (site/typescript_test.go). npm installs exactly the lockfile's
+# version into site/node_modules; the site's build does not use it.
+# Without npm the check skips, saying why.
+tsc: site/node_modules/.package-lock.json
+site/node_modules/.package-lock.json: site/package.json site/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  echo "npm ci (site)"; cd site && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the widgets' types are not checked (apt-get install nodejs npm)"; fi
+
 # Numbers the pages print come from the model: every page's ```sim blocks
-# run here (site/data/results/PAGE.json, with their time series), and the
-# build stops if an expectation is not met. Pages with ```exercise blocks
-# get the teacher's key (site/data/exercises/PAGE.json). The scenario keys
-# and the schema (vocabulary, phases, JSON fields) go to site/data/params.json
-# and schema.json. Each file is written whole or not at all.
+# run here (results/PAGE.json, with their time series), and the build
+# stops if an expectation is not met. Every page with ```sim or ```exercise
+# blocks is written as read, in each language (labs/LANG/PAGE.json, sim
+# lab --json): the pages are made from it and the model in the page runs
+# it. Pages with ```exercise blocks get the teacher's key
+# (exercises/LANG/PAGE.json). The scenario keys and the schema (vocabulary,
+# phases, JSON fields) go to params.json and schema.json. Each file is
+# written whole or not at all.
+DATADIR ?= site/data
 data: build
-	@mkdir -p site/data/results site/data/exercises
-	@tmp=$$(mktemp) && $(BIN) params --json > $$tmp && mv $$tmp site/data/params.json || { rm -f $$tmp; exit 1; }
-	@tmp=$$(mktemp) && $(BIN) schema --json > $$tmp && mv $$tmp site/data/schema.json || { rm -f $$tmp; exit 1; }
-	@for f in $(PAGES); do \
-	  n=$$(basename $$f .md); \
+	@mkdir -p $(DATADIR)/results $(DATADIR)/exercises/en $(DATADIR)/exercises/ko $(DATADIR)/labs/en $(DATADIR)/labs/ko
+	@set -e; \
+	write() { out=$$1; shift; tmp=$$(mktemp); if "$$@" > $$tmp; then mv $$tmp $$out; else rm -f $$tmp; exit 1; fi; }; \
+	write $(DATADIR)/params.json $(BIN) params --json; \
+	write $(DATADIR)/schema.json $(BIN) schema --json; \
+	for f in $(PAGES); do \
+	  n=$$(basename $$f .md); ko=$${f%.md}.ko.md; \
 	  if grep -q '^```sim' $$f; then \
 	    echo "sim run --json --series $$f"; \
-	    tmp=$$(mktemp) && $(BIN) run --json --series $$f > $$tmp && mv $$tmp site/data/results/$$n.json || { rm -f $$tmp; exit 1; }; \
+	    write $(DATADIR)/results/$$n.json $(BIN) run --json --series $$f; \
+	  fi; \
+	  if grep -q '^```\(sim\|exercise\)' $$f; then \
+	    write $(DATADIR)/labs/en/$$n.json $(BIN) lab --json $$f; \
+	    if [ -f $$ko ]; then write $(DATADIR)/labs/ko/$$n.json $(BIN) lab --json $$ko; fi; \
 	  fi; \
 	  if grep -q '^```exercise' $$f; then \
 	    echo "sim exercise --key --json $$f"; \
-	    tmp=$$(mktemp) && $(BIN) exercise --key --json $$f > $$tmp && mv $$tmp site/data/exercises/$$n.json || { rm -f $$tmp; exit 1; }; \
+	    write $(DATADIR)/exercises/en/$$n.json $(BIN) exercise --key --json $$f; \
+	    if [ -f $$ko ]; then write $(DATADIR)/exercises/ko/$$n.json $(BIN) exercise --key --json --lang ko $$f; fi; \
 	  fi; \
 	done
 
+# Generated source, committed: the widgets' TypeScript types from the
+# schema (sim schema --ts). site/schema_test.go fails until it is current.
+gen: build
+	@tmp=$$(mktemp) && $(BIN) schema --ts > $$tmp && mv $$tmp site/assets/ts/sim/schema.gen.ts || { rm -f $$tmp; exit 1; }
+
 # The model for pages on a static host: the engine and the lab package as
 # WebAssembly (sim/cmd/simwasm), and Go's own loader for it, from the Go
-# that builds it. Written whole or not at all.
+# that builds it. The tag nolabparse leaves out the Markdown and TOML
+# readers: the page hands the model its labs as data (make data). Written
+# whole or not at all.
 wasm:
 	@mkdir -p $(WASMDIR)
-	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags='-s -w' -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm
+	GOOS=js GOARCH=wasm $(GO) build -tags nolabparse -trimpath -ldflags='-s -w' -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm
 	@mv $(WASMDIR)/sim.wasm.tmp $(WASMDIR)/sim.wasm
 	@cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WASMDIR)/wasm_exec.js.tmp && mv $(WASMDIR)/wasm_exec.js.tmp $(WASMDIR)/wasm_exec.js
 
@@ -89,7 +117,7 @@ vet:
 # The PHP lab's real runs (sim/phpwasm, and the whole lab validated on PHP
 # 8.5 by sim/harness's TestPHPLab) are real-server tests too.
 REALPKG := ./sim/harness/... ./sim/phpwasm ./sim/soak
-test: vet php
+test: vet php tsc
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/sim/harness' -e '/sim/phpwasm$$' -e '/sim/soak$$')
 	CONNLAB_SOAK=1 $(GO) test -race -count=1 -timeout 20m -p 1 $(REALPKG)
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -69,7 +68,16 @@ type TierSetting struct {
 // MaxTiers bounds a chain.
 const MaxTiers = 8
 
-var tierNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+// tierName reports whether name is a tier's name: [a-z][a-z0-9_]*. (A
+// regexp would bring package regexp into the pages' WebAssembly model.)
+func tierName(name string) bool {
+	for i, c := range name {
+		if !('a' <= c && c <= 'z' || i > 0 && ('0' <= c && c <= '9' || c == '_')) {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // blockOnlyKeys describe the load or the machine, not a tier.
 var blockOnlyKeys = map[string]bool{
@@ -96,7 +104,7 @@ func isTierKey(key string) bool { return strings.HasPrefix(key, "tier.") }
 // AddTier appends a tier named name to the chain; its keys are then set
 // with Set("tier.NAME.KEY", value).
 func (s *Scenario) AddTier(name string) error {
-	if !tierNameRE.MatchString(name) {
+	if !tierName(name) {
 		return paramErr("tier", "name %q: want lower-case letters, digits and _, starting with a letter (name = \"app\")", name)
 	}
 	if slices.ContainsFunc(s.Tiers, func(t TierSpec) bool { return t.Name == name }) {

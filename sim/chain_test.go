@@ -314,6 +314,14 @@ func TestChainValidate(t *testing.T) {
 	if err := s.AddTier("app"); err == nil {
 		t.Error("two tiers named app")
 	}
+	for _, bad := range []string{"", "App", "1st", "_x", "web-1", "x y"} {
+		if err := s.AddTier(bad); err == nil {
+			t.Errorf("a tier named %q: no error", bad)
+		}
+	}
+	if err := s.AddTier("db_2"); err != nil {
+		t.Errorf("a tier named db_2: %v", err)
+	}
 	s = stackScenario(t)
 	if v, ok := s.Get("tier.app.threads"); !ok || v != "8" {
 		t.Errorf("Get(tier.app.threads) = %q, %v", v, ok)

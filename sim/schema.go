@@ -21,9 +21,10 @@ import (
 //	}
 //
 // A Field is {"name", "type", "unit", "enum", "nullable", "optional",
-// "kinds"}: type is integer, number, boolean, string, the name of another
-// entry of types, or one of these followed by "[]" for a list or "{}" for
-// an object whose keys are names (a chain's hops and tiers).
+// "kinds"}: type is integer, number, boolean, string, any (a value of any
+// JSON type), the name of another entry of types, or one of these followed
+// by "[]" for a list or "{}" for an object whose keys are names (a chain's
+// hops and tiers).
 type Schema struct {
 	Params []SchemaParam       `json:"params"`
 	Enums  map[string][]string `json:"enums"`
@@ -139,6 +140,8 @@ func jsonType(t reflect.Type) string {
 		return "number"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return "integer"
+	case t.Kind() == reflect.Interface:
+		return "any"
 	}
 	return t.Kind().String()
 }

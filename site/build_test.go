@@ -118,20 +118,13 @@ func buildSite() (*builtSite, error) {
 	return s, nil
 }
 
-// writeData does what `make data` does, into s.data: the scenario keys,
-// every page's results and its exercises' key, with the same sim command.
+// writeData runs `make data` into s.data (with its own sim binary), then
+// reads every page's results.
 func (s *builtSite) writeData() error {
-	for _, d := range []string{"results", "exercises"} {
-		if err := os.MkdirAll(filepath.Join(s.data, d), 0o755); err != nil {
-			return err
-		}
-	}
-	params, err := simCLI("params", "--json")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(s.data, "params.json"), params, 0o644); err != nil {
-		return err
+	cmd := exec.Command("make", "-s", "data", "DATADIR="+s.data, "BIN="+filepath.Join(s.dir, "sim"), "GO="+goCommand())
+	cmd.Dir = s.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("make data: %v\n%s", err, out)
 	}
 	for _, dir := range []string{"labs", "content"} {
 		files, _ := filepath.Glob(filepath.Join(s.root, dir, "*.md"))
@@ -144,24 +137,12 @@ func (s *builtSite) writeData() error {
 			if err != nil {
 				return err
 			}
-			name := strings.TrimSuffix(filepath.Base(f), ".md")
-			if slices.ContainsFunc(l.Fences, func(fc *lab.Fence) bool { return fc.Lang == "exercise" }) {
-				key, err := simCLI("exercise", "--key", "--json", f)
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(filepath.Join(s.data, "exercises", name+".json"), key, 0o644); err != nil {
-					return err
-				}
-			}
 			if len(l.Blocks) == 0 {
 				continue
 			}
-			out, err := simCLI("run", "--json", "--series", f)
+			name := strings.TrimSuffix(filepath.Base(f), ".md")
+			out, err := os.ReadFile(filepath.Join(s.data, "results", name+".json"))
 			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(s.data, "results", name+".json"), out, 0o644); err != nil {
 				return err
 			}
 			var lo siteLabOutput
@@ -270,6 +251,20 @@ func (s *builtSite) config(mounts map[string]string) string {
 			mm["source"] = src
 		} else if source := mm["source"].(string); !filepath.IsAbs(source) {
 			mm["source"] = filepath.Join(s.root, "site", source)
+		}
+		// A directory mounted here replaces the same files of a wider
+		// mount: the .wasm of a developer's `make wasm` in site/assets/wasm
+		// must not stand in for the one this build made (it did: the
+		// mount listed first did not win).
+		var exclude []any
+		for sub, src := range all {
+			if rest, ok := strings.CutPrefix(sub, target+"/"); ok && src != "" && !have[sub] {
+				exclude = append(exclude, rest+"/**")
+			}
+		}
+		if len(exclude) > 0 {
+			slices.SortFunc(exclude, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+			mm["excludeFiles"] = exclude
 		}
 		list = append(list, mm)
 	}
@@ -828,8 +823,11 @@ func TestUIStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, body, _ := strings.Cut(string(list), "return slice")
+	_, body, _ := strings.Cut(string(list), "$keys := slice")
 	listed := map[string]bool{}
+	for _, p := range sim.Phases() {
+		listed[p.Label] = true // the template appends every phase's label
+	}
 	for _, m := range listKeyRE.FindAllStringSubmatch(body, -1) {
 		listed[m[1]] = true
 		if _, ok := en[m[1]]; !ok {

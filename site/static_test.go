@@ -528,12 +528,12 @@ func TestStaticPublish(t *testing.T) {
 				wasm = c["wasm"].(string)
 			}
 			if hHasClass(n, "sim-data") || hHasClass(n, "ex-data") {
-				var d struct{ Src string }
+				var d struct{ Data string }
 				json.Unmarshal([]byte(hText(n)), &d)
-				if d.Src == "" {
-					t.Errorf("%s: a widget without its source's URL", p.url)
+				if d.Data == "" {
+					t.Errorf("%s: a widget without its lab's data URL", p.url)
 				}
-				refs = append(refs, d.Src)
+				refs = append(refs, d.Data)
 			}
 		}
 		for _, r := range refs {

@@ -70,38 +70,12 @@ func ParseLink(link, block, root string) (*LinkState, error) {
 	if err != nil {
 		return nil, err
 	}
-	states := map[string]*LinkState{}
-	var order []string
-	for _, part := range strings.Split(u.RawQuery, "&") {
-		if part == "" {
-			continue
-		}
-		name, value, _ := strings.Cut(part, "=")
-		n, err1 := url.QueryUnescape(name)
-		v, err2 := url.QueryUnescape(value)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("link %q: %q: %v", link, part, err)
-		}
-		b, key, ok := strings.Cut(n, ".")
-		if !ok {
-			continue // not a block's state (an exercise's ?seed=, say)
-		}
-		if !linkBlockRE.MatchString(b) || !linkKeyRE.MatchString(key) {
-			return nil, fmt.Errorf("link %q: %q is not BLOCK.KEY", link, n)
-		}
-		st := states[b]
-		if st == nil {
-			st = &LinkState{File: file, Block: b, Seed: 1}
-			states[b] = st
-			order = append(order, b)
-		}
-		if key == "seed" {
-			if st.Seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-				return nil, fmt.Errorf("link %q: %s.seed=%q: want a whole number", link, b, v)
-			}
-			continue
-		}
-		st.Set = append(st.Set, key+"="+v)
+	states, order, err := parseLinkQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("link %q: %v", link, err)
+	}
+	for _, st := range states {
+		st.File = file
 	}
 	switch {
 	case block != "":
@@ -121,6 +95,46 @@ func ParseLink(link, block, root string) (*LinkState, error) {
 		return &LinkState{File: file, Seed: 1}, nil
 	}
 	return nil, fmt.Errorf("link %q holds the states of %d blocks (%s): add --block", link, len(order), strings.Join(order, ", "))
+}
+
+// parseLinkQuery reads the blocks' states of a link's query, in the order
+// the blocks first appear (site/assets/ts/sim/link.ts reads the same).
+func parseLinkQuery(raw string) (map[string]*LinkState, []string, error) {
+	states := map[string]*LinkState{}
+	var order []string
+	for _, part := range strings.Split(raw, "&") {
+		if part == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(part, "=")
+		n, err1 := url.QueryUnescape(name)
+		v, err2 := url.QueryUnescape(value)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, nil, fmt.Errorf("%q: %v", part, err)
+		}
+		b, key, ok := strings.Cut(n, ".")
+		if !ok {
+			continue // not a block's state (an exercise's ?seed=, say)
+		}
+		if !linkBlockRE.MatchString(b) || !linkKeyRE.MatchString(key) {
+			return nil, nil, fmt.Errorf("%q is not BLOCK.KEY", n)
+		}
+		st := states[b]
+		if st == nil {
+			st = &LinkState{Block: b, Seed: 1}
+			states[b] = st
+			order = append(order, b)
+		}
+		if key == "seed" {
+			var err error
+			if st.Seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+				return nil, nil, fmt.Errorf("%s.seed=%q: want a whole number", b, v)
+			}
+			continue
+		}
+		st.Set = append(st.Set, key+"="+v)
+	}
+	return states, order, nil
 }
 
 // linkFile finds the lab file of a page path: /labs/NAME/ → labs/NAME.md,
@@ -175,21 +189,27 @@ func Link(base, file, block string, set []string, seed uint64) (string, error) {
 	if filepath.Base(filepath.Dir(file)) == "labs" {
 		page = lang + "labs/" + name + "/"
 	}
+	return strings.TrimSuffix(u.String(), "/") + "/" + page + "?" + linkQuery(block, set, seed) + "#sim-" + block, nil
+}
+
+// linkQuery is a block's state as a link's query: its settings (key=value),
+// then its seed. The page writes the same (site/assets/ts/sim/link.ts).
+func linkQuery(block string, set []string, seed uint64) string {
 	var q []string
 	for _, kv := range set {
 		k, v, _ := strings.Cut(kv, "=")
 		q = append(q, url.QueryEscape(block+"."+strings.TrimSpace(k))+"="+linkEscape(strings.TrimSpace(v)))
 	}
 	q = append(q, url.QueryEscape(block+".seed")+"="+strconv.FormatUint(seed, 10))
-	return strings.TrimSuffix(u.String(), "/") + "/" + page + "?" + strings.Join(q, "&") + "#sim-" + block, nil
+	return strings.Join(q, "&")
 }
 
-// linkEscape escapes a value as the page does (commas, colons and
-// slashes stay readable).
+// linkEscape escapes a value as the page's encodeURIComponent does, with
+// commas, colons and slashes left readable.
 func linkEscape(s string) string {
 	e := url.QueryEscape(s)
 	e = strings.ReplaceAll(e, "+", "%20")
-	for _, r := range []string{"%2C,", "%3A:", "%2F/"} {
+	for _, r := range []string{"%2C,", "%3A:", "%2F/", "%21!", "%2A*", "%27'", "%28(", "%29)"} {
 		e = strings.ReplaceAll(e, r[:3], r[3:])
 	}
 	return e

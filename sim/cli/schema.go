@@ -12,19 +12,25 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/lab"
 )
 
 func init() {
 	register(&command{
 		name:    "schema",
 		summary: "describe the scenario keys, the vocabulary, the phases and the JSON of events and results",
-		usage:   "[--json]",
+		usage:   "[--json | --ts]",
 		example: `  sim schema           # the vocabulary and the phases, as tables
   sim schema --json    # one document: what the site's TypeScript types are made from
+  sim schema --ts > site/assets/ts/sim/schema.gen.ts   # those types (make gen)
 
-The document is sim.Schema (params, enums, phases, types) with one more
-entry in types: PhaseRow, a phase of a model-versus-measured comparison
-(sim validate --json, the live page's real runs).`,
+The document is sim.Schema (params, enums, phases, types) with more
+entries in types: Phase (a row of the phase table), PhaseRow (a phase of a
+model-versus-measured comparison: sim validate --json, the live page's real
+runs), and the lab package's Check (an expectation checked), Control (a key
+a page lets the reader change), Instance and ScenarioRef (an exercise as a
+student sees it). --ts prints the same as TypeScript: a type per enum, an
+interface per type, and the phase table as the constant PHASES.`,
 		run: schemaCmd,
 	})
 }
@@ -33,13 +39,23 @@ entry in types: PhaseRow, a phase of a model-versus-measured comparison
 // comparison's row type.
 func schema() sim.Schema {
 	s := sim.NewSchema()
-	s.Types["PhaseRow"] = sim.JSONFields(reflect.TypeFor[harness.PhaseRow]())
+	for name, t := range map[string]reflect.Type{
+		"Phase":       reflect.TypeFor[sim.Phase](),
+		"PhaseRow":    reflect.TypeFor[harness.PhaseRow](),
+		"Check":       reflect.TypeFor[lab.Check](),
+		"Control":     reflect.TypeFor[lab.Control](),
+		"Instance":    reflect.TypeFor[lab.Instance](),
+		"ScenarioRef": reflect.TypeFor[lab.ScenarioRef](),
+	} {
+		s.Types[name] = sim.JSONFields(t)
+	}
 	return s
 }
 
 func schemaCmd(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON document")
+	asTS := fs.Bool("ts", false, "print the document as TypeScript types (site/assets/ts/sim/schema.gen.ts)")
 	pos, err := parse(find("schema"), env, fs, args)
 	if err != nil {
 		return err
@@ -48,6 +64,13 @@ func schemaCmd(ctx context.Context, env *Env, args []string) error {
 		return usageError{"takes no arguments"}
 	}
 	s := schema()
+	if *asJSON && *asTS {
+		return usageError{"--json or --ts, not both"}
+	}
+	if *asTS {
+		_, err := env.Stdout.Write(typeScript(s))
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")

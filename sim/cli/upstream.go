@@ -132,7 +132,7 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(w, "DNS       %s answers *.connlab.test with 127.0.0.1 after %s   (dig @127.0.0.1 -p %s %s)\n", srv.DNSAddr, sim.FormatDuration(s.DNS), dnsPort, harness.APIHost)
 	cacert := ""
 	if s.TLS != "none" {
-		cacert = "--cacert " + shellQuote(path) + " "
+		cacert = "--cacert " + lab.ShellQuote(path) + " "
 	}
 	fmt.Fprintf(w, "\ntry it (two requests on one connection):\n  curl %s--resolve %s:%s:127.0.0.1 -s -o /dev/null -o /dev/null -w '%s' %s %s\n",
 		cacert, harness.APIHost, port, curlFormat, url, url)
@@ -153,7 +153,7 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 // the harness's prepend that sim validate uses; outside a checkout, a
 // one-line script that does the same.
 func phpCommand(url, ca, port string) string {
-	env := fmt.Sprintf("CONNLAB_URL=%s CONNLAB_CA=%s CONNLAB_RESOLVE=%s:%s:127.0.0.1 CONNLAB_CALLS=2", url, shellQuote(ca), harness.APIHost, port)
+	env := fmt.Sprintf("CONNLAB_URL=%s CONNLAB_CA=%s CONNLAB_RESOLVE=%s:%s:127.0.0.1 CONNLAB_CALLS=2", url, lab.ShellQuote(ca), harness.APIHost, port)
 	if root, err := phpwasm.Root(); err == nil {
 		rel := func(p string) string {
 			if wd, err := os.Getwd(); err == nil {
@@ -165,19 +165,12 @@ func phpCommand(url, ca, port string) string {
 		}
 		prepend := rel(filepath.Join(root, "sim", "phpwasm", "connlab.php"))
 		script := rel(filepath.Join(root, "labs", "php-persistent-share", "handle.php"))
-		return fmt.Sprintf("%s php -d auto_prepend_file=%s %s", env, shellQuote(prepend), shellQuote(script))
+		return fmt.Sprintf("%s php -d auto_prepend_file=%s %s", env, lab.ShellQuote(prepend), lab.ShellQuote(script))
 	}
 	code := fmt.Sprintf(`$ch = curl_init(%q); curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => %q, CURLOPT_RESOLVE => ["%s:%s:127.0.0.1"]]); `+
 		`for ($i = 0; $i < 2; $i++) { curl_exec($ch); printf("num_connects %%d total %%.6f\n", curl_getinfo($ch, CURLINFO_NUM_CONNECTS), curl_getinfo($ch, CURLINFO_TOTAL_TIME)); }`,
 		url, ca, harness.APIHost, port)
-	return "php -r " + shellQuote(code)
+	return "php -r " + lab.ShellQuote(code)
 }
 
 const curlFormat = `namelookup %{time_namelookup} connect %{time_connect} appconnect %{time_appconnect} starttransfer %{time_starttransfer} total %{time_total} num_connects %{num_connects}\n`
-
-func shellQuote(s string) string {
-	if strings.ContainsAny(s, " '\"$\\") {
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
-	return s
-}

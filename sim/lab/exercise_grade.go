@@ -3,7 +3,6 @@ package lab
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 
 // Grading: checking a student's answer against an instance, and the
 // expectations an exercise states about its answer.
-
-var thousandsRE = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
 
 // answerNode stands for the exercise's answer in its expectations.
 type answerNode struct{}
@@ -148,11 +145,11 @@ func ParseNumber(s, unit string) (float64, error) {
 		t = strings.TrimSpace(strings.TrimSuffix(t, unit))
 	}
 	t = strings.ReplaceAll(t, "_", "")
-	if thousandsRE.MatchString(t) {
+	if thousands(t) {
 		t = strings.ReplaceAll(t, ",", "")
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || t == "" {
+	if err != nil || !decimal(t) || math.IsInf(f, 0) {
 		want := "a number"
 		if unit != "" {
 			want += " (in " + unit + ")"
@@ -160,6 +157,53 @@ func ParseNumber(s, unit string) (float64, error) {
 		return 0, fmt.Errorf("want %s, got %q", want, s)
 	}
 	return f, nil
+}
+
+// decimal reports whether s is a decimal number as the page reads one
+// (assets/ts/sim/helpers.ts): [-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?, so
+// not ParseFloat's hexadecimal, Inf or NaN.
+func decimal(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	if whole == "" && frac == "" || !allDigits(whole) || !allDigits(frac) {
+		return false
+	}
+	if hasExp {
+		if exp != "" && (exp[0] == '-' || exp[0] == '+') {
+			exp = exp[1:]
+		}
+		return exp != "" && allDigits(exp)
+	}
+	return true
+}
+
+// thousands reports whether s is a number with commas between groups of
+// three digits: -?\d{1,3}(,\d{3})+(\.\d+)?
+func thousands(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	int, frac, hasFrac := strings.Cut(s, ".")
+	groups := strings.Split(int, ",")
+	if len(groups) < 2 || len(groups[0]) < 1 || len(groups[0]) > 3 || !allDigits(groups[0]) {
+		return false
+	}
+	for _, g := range groups[1:] {
+		if len(g) != 3 || !allDigits(g) {
+			return false
+		}
+	}
+	return !hasFrac || (frac != "" && allDigits(frac))
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // FormatNumber prints an answer with about three significant digits:

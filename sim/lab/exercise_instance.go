@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -20,7 +18,49 @@ import (
 // vary picks, the order of the choices), with its answer and the command
 // that reproduces it.
 
-var placeholderRE = regexp.MustCompile(`\{\{|\}\}|\{([a-z][a-z0-9_]*)\}`)
+// fillPlaceholders returns text with each placeholder replaced by f's
+// answer: "{{" and "}}" (key "", literal braces) and {key}, key a lower-case
+// name ([a-z][a-z0-9_]*). Other braces stay as they are.
+func fillPlaceholders(text string, f func(tok, key string) string) string {
+	var b strings.Builder
+	start := 0
+	for i := 0; i < len(text); {
+		tok, key := placeholderAt(text, i)
+		if tok == "" {
+			i++
+			continue
+		}
+		b.WriteString(text[start:i])
+		b.WriteString(f(tok, key))
+		i += len(tok)
+		start = i
+	}
+	if start == 0 {
+		return text
+	}
+	b.WriteString(text[start:])
+	return b.String()
+}
+
+// placeholderAt is the placeholder that begins at text[i], if any.
+func placeholderAt(text string, i int) (tok, key string) {
+	rest := text[i:]
+	switch {
+	case strings.HasPrefix(rest, "{{"):
+		return "{{", ""
+	case strings.HasPrefix(rest, "}}"):
+		return "}}", ""
+	case len(rest) > 2 && rest[0] == '{' && rest[1] >= 'a' && rest[1] <= 'z':
+		j := 2
+		for j < len(rest) && (rest[j] >= 'a' && rest[j] <= 'z' || rest[j] >= '0' && rest[j] <= '9' || rest[j] == '_') {
+			j++
+		}
+		if j < len(rest) && rest[j] == '}' {
+			return rest[:j+1], rest[1:j]
+		}
+	}
+	return "", ""
+}
 
 // variantsToCheck lists the variants whose scenarios the exercise builds.
 func (x *Exercise) variantsToCheck() []*Variant {
@@ -244,14 +284,14 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			cmd = append(cmd, "--set", shellQuote(k+"="+ref.Set[k]))
+			cmd = append(cmd, "--set", ShellQuote(k+"="+ref.Set[k]))
 		}
-		ref.Command = strings.Join(append(cmd, shellQuote(x.File)), " ")
+		ref.Command = strings.Join(append(cmd, ShellQuote(x.File)), " ")
 		in.Scenario = ref
 	}
 	used := map[string]string{}
 	fill := func(text, answer string) string {
-		return placeholderRE.ReplaceAllStringFunc(text, func(m string) string {
+		return fillPlaceholders(text, func(m, k string) string {
 			switch m {
 			case "{{":
 				return "{"
@@ -260,7 +300,6 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 			case "{answer}":
 				return answer
 			}
-			k := m[1 : len(m)-1]
 			used[k] = values[k]
 			return values[k]
 		})
@@ -349,9 +388,14 @@ func formatSetting(st Setting) string {
 	return fmt.Sprint(st.Value)
 }
 
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs quoting: a word of
+// ASCII letters and digits, -_=./:,+@% and non-ASCII characters (which no
+// shell treats specially: "250µs") stays as it is, anything else goes in
+// single quotes. The page's commands quote the same way
+// (assets/ts/sim/helpers.ts; testdata cases shared with it).
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_=./:,µ", r))
+		return r < 0x80 && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_=./:,+@%", r))
 	}) < 0 {
 		return s
 	}

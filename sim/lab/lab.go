@@ -6,21 +6,19 @@
 // test`, so the page, the command line and the tests cannot disagree.
 // Attributes are read with goldmark's parser.ParseAttributes, the call Hugo
 // itself uses, so both readers see the same ids.
+//
+// A lab is read once from its source (Parse, ReadFile: Markdown and TOML)
+// and may then travel as data: Lab.Data is the lab as read, which `sim lab
+// --json` prints for the site, and FromData makes a Lab of it again without
+// reading any Markdown or TOML. Built with the tag nolabparse, the package
+// has no reader of sources at all, only FromData: the WebAssembly model of
+// the pages (sim/cmd/simwasm) is built so, a third of its size smaller.
 package lab
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/pelletier/go-toml/v2"
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/text"
 )
 
 // Lab is one parsed lab file.
@@ -31,6 +29,11 @@ type Lab struct {
 	// Fences lists every fenced block of a connlab language in the file
 	// (sim, exercise) in order, for readers that handle the other kinds.
 	Fences []*Fence
+
+	// exercises are the lab's exercises when it was made from its data
+	// (FromData) rather than read from its source.
+	exercises []*Exercise
+	fromData  bool
 }
 
 // A Fence is one fenced code block of a connlab language.
@@ -63,135 +66,6 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// ReadFile parses the lab at path; a .toml file is read as a lab of one
-// block whose id is the file's base name.
-func ReadFile(path string) (*Lab, error) {
-	return ReadFileContext(context.Background(), path)
-}
-
-// ReadFileContext is ReadFile that stops between blocks, with ctx's error,
-// once ctx is done.
-func ReadFileContext(ctx context.Context, path string) (*Lab, error) {
-	src, err := readLimited(path)
-	if err != nil {
-		return nil, err
-	}
-	if strings.HasSuffix(path, ".toml") {
-		return ParseScenarioFile(path, src)
-	}
-	return ParseContext(ctx, path, src)
-}
-
-// ParseScenarioFile reads a bare TOML scenario as a lab with one block.
-func ParseScenarioFile(path string, src []byte) (*Lab, error) {
-	if len(src) > MaxFileBytes {
-		return nil, tooLarge(path)
-	}
-	id := strings.TrimSuffix(path[strings.LastIndexAny(path, `/\`)+1:], ".toml")
-	b, err := parseBlock(path, id, 1, src)
-	if err != nil {
-		return nil, err
-	}
-	if err := bindExpects([]*Block{b}); err != nil {
-		return nil, err
-	}
-	return &Lab{File: path, Title: b.Title, Blocks: []*Block{b}}, nil
-}
-
-// Parse reads a lab from Markdown source; file names it in errors. A
-// source larger than MaxFileBytes, or nested deeper than MaxNesting, is an
-// error.
-func Parse(file string, src []byte) (*Lab, error) {
-	return ParseContext(context.Background(), file, src)
-}
-
-// ParseContext is Parse that stops between blocks, with ctx's error, once
-// ctx is done.
-func ParseContext(ctx context.Context, file string, src []byte) (*Lab, error) {
-	if err := checkSize(file, src); err != nil {
-		return nil, err
-	}
-	l := &Lab{File: file}
-	body, bodyLine, fm, err := splitFrontMatter(src)
-	if err != nil {
-		return nil, &Error{File: file, Line: 1, Msg: err.Error()}
-	}
-	if fm != nil {
-		var meta struct {
-			Title string `toml:"title"`
-		}
-		if err := toml.Unmarshal(fm, &meta); err != nil {
-			return nil, &Error{File: file, Line: 1 + tomlLine(err), Msg: "front matter: " + tomlMsg(err)}
-		}
-		l.Title = meta.Title
-	}
-	lineOf := lineIndex(src)
-	offset := len(src) - len(body)
-	doc := goldmark.New().Parser().Parse(text.NewReader(body))
-	seen := map[string]int{}
-	err = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-		fc, ok := n.(*ast.FencedCodeBlock)
-		if !entering || !ok {
-			return ast.WalkContinue, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return ast.WalkStop, err
-		}
-		lang := string(fc.Language(body))
-		if lang != "sim" && lang != "exercise" {
-			return ast.WalkSkipChildren, nil
-		}
-		var code bytes.Buffer
-		start := -1
-		for i := 0; i < fc.Lines().Len(); i++ {
-			seg := fc.Lines().At(i)
-			if start < 0 {
-				start = seg.Start
-			}
-			code.Write(seg.Value(body))
-		}
-		fenceLine := bodyLine
-		if fc.Info != nil {
-			fenceLine = lineOf(offset + fc.Info.Segment.Start)
-		}
-		line := fenceLine + 1
-		if start >= 0 {
-			line = lineOf(offset + start)
-		}
-		attrs, err := fenceAttrs(fc, body)
-		if err != nil {
-			return ast.WalkStop, &Error{File: file, Line: fenceLine, Msg: err.Error()}
-		}
-		f := &Fence{Lang: lang, Attrs: attrs, Body: code.String(), Line: line}
-		l.Fences = append(l.Fences, f)
-		if lang != "sim" {
-			return ast.WalkSkipChildren, nil
-		}
-		id := attrs["id"]
-		if id == "" {
-			return ast.WalkStop, &Error{File: file, Line: fenceLine, Msg: "a ```sim block needs an id: ```sim {id=\"name\"}"}
-		}
-		if prev, dup := seen[id]; dup {
-			return ast.WalkStop, &Error{File: file, Line: fenceLine, Block: id, Msg: fmt.Sprintf("id used twice (first at line %d)", prev)}
-		}
-		seen[id] = fenceLine
-		b, err := parseBlock(file, id, line, code.Bytes())
-		if err != nil {
-			return ast.WalkStop, err
-		}
-		b.FenceLine = fenceLine
-		l.Blocks = append(l.Blocks, b)
-		return ast.WalkSkipChildren, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := bindExpects(l.Blocks); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
 // Block returns the block with the given id, or an error listing the ids.
 func (l *Lab) Block(id string) (*Block, error) {
 	ids := make([]string, 0, len(l.Blocks))
@@ -203,79 +77,4 @@ func (l *Lab) Block(id string) (*Block, error) {
 	}
 	sort.Strings(ids)
 	return nil, &Error{File: l.File, Msg: fmt.Sprintf("no block with id %q (blocks: %s)", id, strings.Join(ids, ", "))}
-}
-
-// fenceAttrs reads the {key="value"} part of a fence's info string the way
-// Hugo does.
-func fenceAttrs(fc *ast.FencedCodeBlock, src []byte) (map[string]string, error) {
-	out := map[string]string{}
-	if fc.Info == nil {
-		return out, nil
-	}
-	info := fc.Info.Segment.Value(src)
-	i := bytes.IndexByte(info, '{')
-	if i < 0 {
-		return out, nil
-	}
-	j := bytes.IndexByte(info[i:], '}')
-	if j < 0 {
-		return nil, errors.New("unclosed { in the fence's attributes")
-	}
-	attrs, ok := parser.ParseAttributes(text.NewReader(info[i : i+j+1]))
-	if !ok {
-		return nil, fmt.Errorf("cannot read the fence's attributes %s; quote the values: {id=\"name\"}", info[i:i+j+1])
-	}
-	for _, a := range attrs {
-		switch v := a.Value.(type) {
-		case []byte:
-			out[string(a.Name)] = string(v)
-		default:
-			out[string(a.Name)] = fmt.Sprint(v)
-		}
-	}
-	return out, nil
-}
-
-// splitFrontMatter separates TOML front matter (+++ ... +++) from the body
-// and returns the body's first line number.
-func splitFrontMatter(src []byte) (body []byte, bodyLine int, fm []byte, err error) {
-	if !bytes.HasPrefix(src, []byte("+++")) {
-		if bytes.HasPrefix(src, []byte("---")) {
-			return nil, 0, nil, errors.New("front matter must be TOML (+++), which both Hugo and connlab read")
-		}
-		return src, 1, nil, nil
-	}
-	rest := src[3:]
-	nl := bytes.IndexByte(rest, '\n')
-	if nl < 0 {
-		return nil, 0, nil, errors.New("unclosed front matter")
-	}
-	rest = rest[nl+1:]
-	end := bytes.Index(rest, []byte("\n+++"))
-	if end < 0 {
-		return nil, 0, nil, errors.New("unclosed front matter: no closing +++")
-	}
-	fm = rest[:end+1]
-	after := rest[end+4:]
-	if nl := bytes.IndexByte(after, '\n'); nl >= 0 {
-		after = after[nl+1:]
-	} else {
-		after = nil
-	}
-	bodyLine = 1 + bytes.Count(src[:len(src)-len(after)], []byte("\n"))
-	return after, bodyLine, fm, nil
-}
-
-// lineIndex returns a function from byte offset to 1-based line.
-func lineIndex(src []byte) func(int) int {
-	var starts []int
-	starts = append(starts, 0)
-	for i, c := range src {
-		if c == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return func(off int) int {
-		return sort.Search(len(starts), func(i int) bool { return starts[i] > off })
-	}
 }

@@ -2,12 +2,12 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/internal/jsonlite"
 )
 
 // RunOptions control how a block runs.
@@ -99,10 +99,14 @@ func (b *Block) expectsError(variant string) bool { return b.errorsRead()[varian
 
 func (b *Block) validationError(v *Variant, err error) error {
 	line := v.Line
-	var pe *sim.ParamError
-	if errors.As(err, &pe) {
-		if l := b.lineOfKey(v, pe.Key); l > 0 {
-			line = l
+	// A loop, not errors.As, which would bring reflection into the
+	// page's .wasm.
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if pe, ok := e.(*sim.ParamError); ok {
+			if l := b.lineOfKey(v, pe.Key); l > 0 {
+				line = l
+			}
+			break
 		}
 	}
 	if line == 0 {
@@ -170,6 +174,26 @@ func (b *Block) Check(results map[string]*BlockResult) []Check {
 		}
 	}
 	return b.check(m)
+}
+
+// CheckRun checks b's expectations against res, a run of b as written,
+// running first the other blocks of l they read (as written, with seed):
+// what a page's run of a block shows under it (sim serve, the page's
+// model).
+func (b *Block) CheckRun(ctx context.Context, l *Lab, res *BlockResult, seed uint64) ([]Check, error) {
+	results := map[string]*BlockResult{b.ID: res}
+	for _, id := range b.Needs()[1:] {
+		nb, err := l.Block(id)
+		if err != nil {
+			return nil, err
+		}
+		nr, err := nb.RunVariants(ctx, RunOptions{Seed: seed})
+		if err != nil {
+			return nil, err
+		}
+		results[id] = nr
+	}
+	return b.Check(results), nil
 }
 
 func (b *Block) check(m Metrics) []Check {
@@ -270,8 +294,11 @@ func (l *Lab) Run(ctx context.Context, ids []string, opt RunOptions) ([]*BlockRe
 func MetricsOf(v *VariantResult) map[string]any {
 	out := map[string]any{}
 	if v.Summary != nil {
-		raw, _ := json.Marshal(v.Summary)
-		_ = json.Unmarshal(raw, &out)
+		// The names and values sim run --json prints (jsonlite writes
+		// encoding/json's bytes; the page's model has no encoding/json).
+		raw, _ := jsonlite.Marshal(v.Summary)
+		m, _ := jsonlite.Decode(raw)
+		out, _ = m.(map[string]any)
 	}
 	if v.Error != "" {
 		out["error"] = v.Error

@@ -393,19 +393,10 @@ func (r *run) execModel() error {
 	}
 	checks := []lab.Check{}
 	if r.checked && len(r.block.Expects) > 0 {
-		results := map[string]*lab.BlockResult{r.block.ID: res}
-		for _, id := range r.block.Needs()[1:] {
-			nb, err := r.page.Block(id)
-			if err != nil {
-				return err
-			}
-			nr, err := nb.RunVariants(ctx, lab.RunOptions{Seed: r.seed})
-			if err != nil {
-				return err
-			}
-			results[id] = nr
+		var err error
+		if checks, err = r.block.CheckRun(ctx, r.page, res, r.seed); err != nil {
+			return err
 		}
-		checks = r.block.Check(results)
 	}
 	if err := st.drain(); err != nil {
 		return r.stopped(ctx, err)

@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -71,8 +70,7 @@ type outDone struct {
 func (s *Session) run(m *inMsg) {
 	r, err := s.prepare(m)
 	if err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) {
+		if fe, ok := as[*fieldError](err); ok {
 			s.fail(m.ID, fe.field, fe.msg)
 		} else {
 			s.fail(m.ID, "", err.Error())
@@ -103,15 +101,12 @@ func (s *Session) run(m *inMsg) {
 		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 			err = c
 		}
-		var fe *fieldError
-		var pe *sim.ParamError
-		switch {
-		case errors.As(err, &fe):
+		if fe, ok := as[*fieldError](err); ok {
 			s.fail(r.id, fe.field, fe.msg)
-		case errors.As(err, &pe):
+		} else if pe, ok := as[*sim.ParamError](err); ok {
 			field, _, _ := strings.Cut(pe.Key, "[")
 			s.fail(r.id, field, scenarioMessage(err))
-		default:
+		} else {
 			s.fail(r.id, "", scenarioMessage(err))
 		}
 	}
@@ -157,19 +152,10 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 	}
 	checks := []lab.Check{}
 	if r.checked && len(r.block.Expects) > 0 {
-		results := map[string]*lab.BlockResult{r.block.ID: res}
-		for _, id := range r.block.Needs()[1:] {
-			nb, err := r.page.Block(id)
-			if err != nil {
-				return err
-			}
-			nr, err := nb.RunVariants(ctx, lab.RunOptions{Seed: r.seed})
-			if err != nil {
-				return err
-			}
-			results[id] = nr
+		var err error
+		if checks, err = r.block.CheckRun(ctx, r.page, res, r.seed); err != nil {
+			return err
 		}
-		checks = r.block.Check(results)
 	}
 	d := outDone{Type: "done", ID: r.id, Variants: []doneVariant{}, Checks: checks, ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}
 	for _, v := range res.Variants {
@@ -180,9 +166,12 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 }
 
 // A batcher turns one variant's events into `events` messages of at most
-// BatchEvents events, sends at most ModelEvents of them (then one
+// BatchEvents events, sends at most PageEvents of them (then one
 // `truncated`), counts requests against ModelRequests, and yields to the
-// host every YieldEvery.
+// host every YieldEvery. It sends the events the page's widget draws:
+// calls and sockets, not request and idle events (a third of a run's
+// events, which the widget skips), so that a run's picture holds more calls
+// within PageEvents and costs the page less.
 type batcher struct {
 	s         *Session
 	id        string
@@ -209,14 +198,17 @@ func (b *batcher) add(e *sim.Event) {
 		b.s.Yield()
 		b.lastYield = time.Now()
 	}
-	if e.Kind == sim.KindRequest {
+	switch e.Kind {
+	case sim.KindRequest:
 		if b.requests++; b.requests > ModelRequests {
 			b.over = true
 			b.stop(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
-			return
 		}
+		return
+	case sim.KindIdle:
+		return
 	}
-	if b.sent >= ModelEvents {
+	if b.sent >= PageEvents {
 		if !b.cut {
 			b.cut = true
 			b.flush()

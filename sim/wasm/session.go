@@ -7,32 +7,37 @@
 // run gives the same bytes; and a lab's exercises for a seed, as GET
 // /exercise/api answers them.
 //
-// It is plain Go, tested natively. It imports nothing the lab package does
-// not already bring, to keep the .wasm small.
+// The page gives it each lab as data (`sim lab --json`, lab.FromData), not
+// as Markdown, so the .wasm needs no Markdown or TOML reader (the lab
+// package's nolabparse build), and it writes and reads JSON with jsonlite
+// rather than encoding/json: together a third of its size. It is plain Go,
+// tested natively.
 package wasm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/internal/jsonlite"
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// Limits of a model run, the model-mode limits of sim serve
+// Limits of a model run: the model-mode limits of sim serve
 // (server.DefaultLimits; a test holds them equal), so a run the page can do
-// without a server is one the server would do, and the reverse.
+// without a server is one the server would do, and the reverse. The page's
+// model streams fewer events than the server (PageEvents, not the server's
+// ModelEvents): the page draws a run's first calls and sockets from them,
+// and its numbers come from the summary either way; encoding, passing and
+// parsing 20,000 events took most of a large re-run's time.
 const (
 	ModelRequests = 200_000 // requests of one variant
-	ModelEvents   = 20_000  // events sent per variant; the rest only count
+	PageEvents    = 5_000   // events sent per variant; the rest only count
 	BatchEvents   = 512     // events per `events` message
 )
 
@@ -61,20 +66,19 @@ func New(post func([]byte), yield func()) *Session {
 }
 
 // inMsg is any message the page sends: the run and cancel messages of
-// PROTOCOL.md, and source and exercises, which only the page's model takes.
+// PROTOCOL.md, and lab and exercises, which only the page's model takes.
 type inMsg struct {
-	Type     string                     `json:"type"`
-	ID       string                     `json:"id"`
-	Lab      string                     `json:"lab"`
-	Block    string                     `json:"block"`
-	Mode     string                     `json:"mode"`
-	Params   map[string]json.RawMessage `json:"params"`
-	Variants []string                   `json:"variants"`
-	Seed     *uint64                    `json:"seed"`
-	// source: a lab file's text; File names it as the repository does
-	// (labs/php-persistent-share.md), for messages and commands.
+	Type     string         `json:"type"`
+	ID       string         `json:"id"`
+	Lab      string         `json:"lab"`
+	Block    string         `json:"block"`
+	Mode     string         `json:"mode"`
+	Params   map[string]any `json:"params"`
+	Variants []string       `json:"variants"`
+	Seed     *uint64        `json:"seed"`
+	// lab: a page's lab as data (the JSON text of `sim lab --json`) in a
+	// language.
 	Lang string `json:"lang"`
-	File string `json:"file"`
 	Text string `json:"text"`
 }
 
@@ -86,12 +90,12 @@ type outError struct {
 }
 
 func (s *Session) fail(id, field, msg string) {
-	b, _ := json.Marshal(outError{Type: "error", ID: id, Field: field, Message: msg})
+	b, _ := jsonlite.Marshal(outError{Type: "error", ID: id, Field: field, Message: msg})
 	s.Post(b)
 }
 
 func (s *Session) send(v any) {
-	b, err := json.Marshal(v)
+	b, err := jsonlite.Marshal(v)
 	if err != nil {
 		s.fail("", "", "internal error: "+err.Error())
 		return
@@ -104,26 +108,26 @@ func (s *Session) send(v any) {
 // arrive meanwhile.
 func (s *Session) Handle(data []byte) {
 	var m inMsg
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&m)
+	x, err := jsonlite.Decode(data)
 	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
+		if _, ok := x.(map[string]any); !ok {
 			err = errors.New("want one JSON object per message")
 		}
 	}
+	if err == nil {
+		err = jsonlite.Assign(&m, x, jsonlite.Options{DisallowUnknown: true})
+	}
 	if err != nil {
-		var idOnly struct {
-			ID any `json:"id"`
+		id := ""
+		if obj, ok := x.(map[string]any); ok {
+			id, _ = obj["id"].(string)
 		}
-		json.Unmarshal(data, &idOnly)
-		id, _ := idOnly.ID.(string)
 		s.fail(id, "", "malformed message: "+err.Error())
 		return
 	}
 	switch m.Type {
-	case "source":
-		s.source(&m)
+	case "lab":
+		s.loadLab(&m)
 	case "run":
 		s.run(&m)
 	case "cancel":
@@ -138,7 +142,7 @@ func (s *Session) Handle(data []byte) {
 	case "exercises":
 		s.exercises(&m)
 	default:
-		s.fail(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run", "cancel", "source" or "exercises"`, m.Type))
+		s.fail(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run", "cancel", "lab" or "exercises"`, m.Type))
 	}
 }
 
@@ -151,16 +155,21 @@ func labKey(name, lang string) string {
 	return name + " " + lang
 }
 
-// source parses a lab file's text and keeps it under its page name and
-// language. A parse error is reported as sim run would, with file and line.
-func (s *Session) source(m *inMsg) {
-	if m.Lab == "" || m.File == "" {
-		s.fail(m.ID, "lab", "a source needs the page's name (lab) and its file")
+// loadLab reads a page's lab from its data and keeps it under its page name
+// and language. An error names the file and line, as sim run would.
+func (s *Session) loadLab(m *inMsg) {
+	if m.Lab == "" {
+		s.fail(m.ID, "lab", "a lab message needs the page's name (lab)")
 		return
 	}
-	l, err := lab.Parse(m.File, []byte(m.Text))
+	var d lab.Data
+	if err := jsonlite.Unmarshal([]byte(m.Text), &d, jsonlite.Options{DisallowUnknown: true}); err != nil {
+		s.fail(m.ID, "text", "the lab's data: "+err.Error())
+		return
+	}
+	l, err := lab.FromData(&d)
 	if err != nil {
-		s.fail(m.ID, "source", err.Error())
+		s.fail(m.ID, "text", err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -172,7 +181,7 @@ func (s *Session) source(m *inMsg) {
 		Lab    string `json:"lab"`
 		Lang   string `json:"lang"`
 		Blocks int    `json:"blocks"`
-	}{"source", m.ID, m.Lab, m.Lang, len(l.Blocks)})
+	}{"lab", m.ID, m.Lab, m.Lang, len(l.Blocks)})
 }
 
 func (s *Session) lookup(name, lang string) (*lab.Lab, error) {
@@ -270,46 +279,45 @@ func pick(b *lab.Block, names []string) (*lab.Block, error) {
 	if len(names) == 0 {
 		return b, nil
 	}
-	cp := *b
-	cp.Variants = nil
+	want := map[string]bool{}
 	for _, name := range names {
-		v := b.Variant(name)
-		if v == nil {
+		if b.Variant(name) == nil {
 			var all []string
 			for _, v := range b.Variants {
 				all = append(all, v.Name)
 			}
 			return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(all, ", "))}
 		}
-		if cp.Variant(name) != nil {
+		if want[name] {
 			return nil, &fieldError{"variants", fmt.Sprintf("variant %q named twice", name)}
 		}
-		cp.Variants = append(cp.Variants, v)
+		want[name] = true
 	}
-	order := map[*lab.Variant]int{}
-	for i, v := range b.Variants {
-		order[v] = i
+	cp := *b
+	cp.Variants = nil
+	for _, v := range b.Variants {
+		if want[v.Name] {
+			cp.Variants = append(cp.Variants, v)
+		}
 	}
-	sort.SliceStable(cp.Variants, func(i, j int) bool { return order[cp.Variants[i]] < order[cp.Variants[j]] })
 	return &cp, nil
 }
 
 // settings turns a run's params into scenario settings in key order; a bad
 // one names its key.
-func settings(params map[string]json.RawMessage) ([]lab.Setting, error) {
+func settings(params map[string]any) ([]lab.Setting, error) {
 	keys := make([]string, 0, len(params))
 	for k := range params {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	var set []lab.Setting
 	for _, k := range keys {
-		var v any
-		if err := json.Unmarshal(params[k], &v); err != nil {
-			return nil, &fieldError{k, fmt.Sprintf("%s: %v", k, err)}
-		}
+		v := params[k]
 		sc := sim.Default()
-		if err := sc.Set(k, v); err != nil {
+		// A chain's tier.NAME.KEY needs the block's tiers: the block's
+		// scenarios check it.
+		if err := sc.Set(k, v); err != nil && !strings.HasPrefix(k, "tier.") {
 			return nil, &fieldError{k, err.Error()}
 		}
 		set = append(set, lab.Setting{Key: k, Value: v})
@@ -324,8 +332,7 @@ func scenarioField(b *lab.Block, set []lab.Setting) string {
 		if err == nil {
 			err = sc.Validate()
 		}
-		var pe *sim.ParamError
-		if errors.As(err, &pe) {
+		if pe, ok := as[*sim.ParamError](err); ok {
 			key, _, _ := strings.Cut(pe.Key, "[")
 			return key
 		}
@@ -336,11 +343,23 @@ func scenarioField(b *lab.Block, set []lab.Setting) string {
 // scenarioMessage drops a lab error's file position: the page names the
 // block already.
 func scenarioMessage(err error) string {
-	var le *lab.Error
-	if errors.As(err, &le) && le.Line > 0 {
+	if le, ok := as[*lab.Error](err); ok && le.Line > 0 {
 		return le.Msg
 	}
 	return err.Error()
+}
+
+// as finds the first error of type T in err's chain, as errors.As does
+// (for chains of single errors), without errors.As's reflection, which
+// would add to the .wasm.
+func as[T error](err error) (T, bool) {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if t, ok := err.(T); ok {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 func checkLimits(sc *sim.Scenario) *fieldError {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/connlab/connlab/sim/class"
 	"github.com/connlab/connlab/sim/cli"
+	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/server"
 	"github.com/connlab/connlab/sim/web"
 )
@@ -44,17 +45,29 @@ func msgType(m json.RawMessage) string {
 	return x.Type
 }
 
-// load gives the session a lab file of the repository, as the page does.
+// load gives the session a lab file of the repository as the page does:
+// its data, as `sim lab --json` prints it.
 func (s *session) load(t *testing.T, name, lang, file string) {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join("..", "..", file))
+	s.loadFile(t, name, lang, filepath.Join("..", "..", file))
+}
+
+// labMessage is the page's lab message for a lab file.
+func labMessage(t testing.TB, name, lang, file string) map[string]any {
+	t.Helper()
+	l, err := lab.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := s.handle(t, map[string]any{"type": "source", "id": "s", "lab": name, "lang": lang, "file": file, "text": string(text)})
-	if len(out) != 1 || msgType(out[0]) != "source" {
-		t.Fatalf("source %s: %s", file, out)
+	d, err := l.Data()
+	if err != nil {
+		t.Fatal(err)
 	}
+	text, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"type": "lab", "id": "s", "lab": name, "lang": lang, "text": string(text)}
 }
 
 func simRun(t *testing.T, args ...string) map[string]any {
@@ -210,8 +223,11 @@ func TestRunsMatchSimRun(t *testing.T) {
 // The model in the page refuses what sim serve refuses for a model run.
 func TestLimitsMatchServer(t *testing.T) {
 	l := server.DefaultLimits
-	if ModelRequests != l.ModelRequests || ModelEvents != l.ModelEvents || BatchEvents != l.BatchEvents {
-		t.Errorf("limits %d/%d/%d, sim serve's %d/%d/%d", ModelRequests, ModelEvents, BatchEvents, l.ModelRequests, l.ModelEvents, l.BatchEvents)
+	if ModelRequests != l.ModelRequests || BatchEvents != l.BatchEvents {
+		t.Errorf("limits %d/%d, sim serve's %d/%d", ModelRequests, BatchEvents, l.ModelRequests, l.BatchEvents)
+	}
+	if PageEvents > l.ModelEvents || PageEvents < 1000 {
+		t.Errorf("the page streams %d events a variant, sim serve %d: want fewer, and enough to draw (1,000)", PageEvents, l.ModelEvents)
 	}
 	if MaxSeed != class.MaxSeed {
 		t.Errorf("MaxSeed %d, class.MaxSeed %d", MaxSeed, class.MaxSeed)
@@ -219,7 +235,7 @@ func TestLimitsMatchServer(t *testing.T) {
 }
 
 // Refusals name their field; a real run says it needs the local server;
-// a run streams at most ModelEvents events per variant, then truncated.
+// a run streams at most PageEvents events per variant, then truncated.
 func TestRefusalsAndStream(t *testing.T) {
 	s := newSession()
 	s.load(t, "php-persistent-share", "en", "labs/php-persistent-share.md")
@@ -262,8 +278,8 @@ func TestRefusalsAndStream(t *testing.T) {
 	}
 	var started outStarted
 	json.Unmarshal(out[0], &started)
-	if n := len(started.Variants); events != n*ModelEvents || truncated != n {
-		t.Errorf("%d events and %d truncated for %d variants, want %d per variant and one truncated each", events, truncated, n, ModelEvents)
+	if n := len(started.Variants); events != n*PageEvents || truncated != n {
+		t.Errorf("%d events and %d truncated for %d variants, want %d per variant and one truncated each", events, truncated, n, PageEvents)
 	}
 }
 
@@ -288,11 +304,7 @@ func TestCancel(t *testing.T) {
 }
 
 func (s *Session) load0(t *testing.T) {
-	text, err := os.ReadFile(filepath.Join("..", "..", "labs", "php-persistent-share.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]any{"type": "source", "lab": "php-persistent-share", "file": "labs/php-persistent-share.md", "text": string(text)})
+	b, _ := json.Marshal(labMessage(t, "php-persistent-share", "en", filepath.Join("..", "..", "labs", "php-persistent-share.md")))
 	s.Handle(b)
 }
 
@@ -351,12 +363,8 @@ func TestExercisesMatchAPI(t *testing.T) {
 
 func (s *session) loadFile(t *testing.T, name, lang, file string) {
 	t.Helper()
-	text, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := s.handle(t, map[string]any{"type": "source", "id": "s", "lab": name, "lang": lang, "file": file, "text": string(text)})
-	if len(out) != 1 || msgType(out[0]) != "source" {
-		t.Fatalf("source %s: %s", file, out)
+	out := s.handle(t, labMessage(t, name, lang, file))
+	if len(out) != 1 || msgType(out[0]) != "lab" {
+		t.Fatalf("lab %s: %s", file, out)
 	}
 }

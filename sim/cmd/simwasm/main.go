@@ -1,8 +1,9 @@
-//go:build js && wasm
+//go:build js && wasm && nolabparse
 
 // Command simwasm is the model for lab pages on a static host, built with
-// GOOS=js GOARCH=wasm by `make wasm` (into site/assets/wasm/, which Hugo
-// fingerprints). The page's worker (site/assets/ts/model/worker.ts) loads
+// GOOS=js GOARCH=wasm and the tag nolabparse (no Markdown or TOML reader:
+// the page hands it each lab as data) by `make wasm` (into
+// site/assets/wasm/, which Hugo fingerprints). The page's worker (site/assets/ts/model/worker.ts) loads
 // it with Go's wasm_exec.js; it defines connlabHandle(message) and answers
 // through connlabPost(reply), one JSON text each (package sim/wasm).
 package main

@@ -17,6 +17,7 @@
 // Nothing is sent anywhere except to the server that served the page, and
 // only in class mode or for a seed.
 import { host, model } from "./model/client";
+import { parseNumber } from "./sim/helpers";
 
 interface Scenario {
   lab?: string;
@@ -49,7 +50,7 @@ interface PageData extends Instance {
   lang: string;
   n: number;
   file?: string; // the page's Markdown, as the repository names it
-  src?: string; // its URL, for the model in the page
+  data?: string; // the URL of its lab as data (sim lab --json), for the model in the page
 }
 
 type Strings = Record<string, string>;
@@ -77,19 +78,6 @@ function rich(parent: HTMLElement, s: string): HTMLElement {
     .split("`")
     .forEach((part, i) => parent.append(i % 2 ? el("code", "", part) : document.createTextNode(part)));
   return parent;
-}
-
-// parseNumber reads a prediction the way sim/lab.ParseNumber does: "22",
-// "22 ms", "~22", "28,232", "1_000".
-export function parseNumber(raw: string, unit: string): number | null {
-  let s = raw.trim();
-  for (const p of ["≈", "~", "약"]) if (s.startsWith(p)) s = s.slice(p.length).trim();
-  if (unit && s.endsWith(unit)) s = s.slice(0, -unit.length).trim();
-  s = s.split("_").join("");
-  if (/^-?\d{1,3}(,\d{3})+(\.\d+)?$/.test(s)) s = s.split(",").join("");
-  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(s)) return null;
-  const f = Number(s);
-  return isFinite(f) ? f : null;
 }
 
 // ---------------------------------------------------------------------------
@@ -590,8 +578,7 @@ class Page {
   lang = document.documentElement.lang || "en";
   seed = 0;
   private lab = "";
-  private file = "";
-  private src = "";
+  private data = "";
   private server = false;
   private notice: HTMLElement | null = null;
   private progressEl: HTMLElement | null = null;
@@ -615,10 +602,7 @@ class Page {
       }
       this.lab = data.lab;
       if (data.lang) this.lang = data.lang;
-      if (data.file && data.src) {
-        this.file = data.file;
-        this.src = data.src;
-      }
+      if (data.data) this.data = data.data;
       try {
         this.exercises.push(new Exercise(sec, data, () => this.updateProgress()));
       } catch (e) {
@@ -673,9 +657,9 @@ class Page {
         if (!r.ok) return false;
         doc = await r.json();
       } else {
-        if (!this.src || !model.available()) return false;
+        if (!this.data || !model.available()) return false;
         this.say(t("model_loading"));
-        const ok = (await model.load()) && (await model.source(this.lab, this.lang, this.file, this.src));
+        const ok = (await model.load()) && (await model.source(this.lab, this.lang, this.data));
         this.say("");
         const r = ok ? await model.exercises(this.lab, this.lang, seed) : null;
         if (!r) return false;

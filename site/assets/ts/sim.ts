@@ -13,6 +13,12 @@ import type { BlockData } from "./sim/types";
 import { Widget } from "./sim/widget";
 
 function start(): void {
+  performance.mark("connlab:start");
+  // Ask at once whether a server answers: the answer comes back while the
+  // widgets are built. The model's worker asks too and, without a server,
+  // loads the model meanwhile.
+  const hostP = document.querySelector("figure.sim") ? host() : null;
+  if (hostP) model.preload();
   loadStrings(document);
   const widgets = new Map<string, Widget>();
   for (const fig of document.querySelectorAll<HTMLElement>("figure.sim")) {
@@ -30,6 +36,7 @@ function start(): void {
       console.error("sim widget " + data.block, e);
     }
   }
+  performance.mark("connlab:widgets");
   // Another widget of the page (an exercise) asks for a run.
   document.addEventListener("connlab:run", (e) => {
     const d = (e as CustomEvent).detail || {};
@@ -55,8 +62,9 @@ function start(): void {
     }, { rootMargin: "100px" });
     for (const w of widgets.values()) if (w.small()) seen.observe(w.element);
   };
-  if (widgets.size) {
-    void host().then(async (h) => {
+  if (widgets.size && hostP) {
+    void hostP.then(async (h) => {
+      performance.mark("connlab:probed");
       const live = h.server && (await socket.connect());
       document.documentElement.dataset.simServer = live ? "live" : "none";
       if (live) {
@@ -65,18 +73,20 @@ function start(): void {
       }
       for (const w of widgets.values()) w.noServer();
       if (!model.available()) return;
-      // The model loads once the page has: its first paint and its own
-      // resources do not wait for the .wasm.
+      // The model loads now that the page is readable: a worker fetches
+      // and compiles it off the page's thread, so the page's first paint
+      // and its own resources do not wait for it; the page's lab (its data)
+      // is fetched meanwhile.
       model.onProgress(() => {
         for (const w of widgets.values()) w.modelStatus();
       });
-      afterLoad(async () => {
-        document.documentElement.dataset.simModel = "loading";
-        const ok = await model.load();
-        document.documentElement.dataset.simModel = ok ? "ready" : "failed";
-        for (const w of widgets.values()) w.modelStatus();
-        if (ok) begin();
-      });
+      document.documentElement.dataset.simModel = "loading";
+      const first = widgets.values().next().value!;
+      void model.source(first.lab, "en", first.dataURL);
+      const ok = await model.load();
+      document.documentElement.dataset.simModel = ok ? "ready" : "failed";
+      for (const w of widgets.values()) w.modelStatus();
+      if (ok) begin();
     });
   }
   // A printed lab (a worksheet) shows each scenario's TOML.
@@ -91,11 +101,6 @@ function start(): void {
     for (const d of opened.splice(0)) d.open = false;
   });
   (window as unknown as { connlabSim: unknown }).connlabSim = { widgets, socket, model };
-}
-
-function afterLoad(f: () => void): void {
-  if (document.readyState === "complete") setTimeout(f, 0);
-  else window.addEventListener("load", () => setTimeout(f, 0), { once: true });
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -10,11 +10,16 @@
 // fails on no host, so a static host's console stays free of errors (a
 // WebSocket to a missing /ws would log one).
 
+import type { ServerMsg } from "../sim/types";
+
 export interface Host { server: boolean; real: boolean; class: boolean }
 
 interface Config { worker: string; wasm: string; bytes: number; probe: string }
 
-type Handler = (m: Record<string, unknown>) => void;
+// A reply of the model: a message of PROTOCOL.md, or a lab or exercises
+// reply (sim/wasm).
+type Reply = ServerMsg & Record<string, unknown>;
+type Handler = (m: Reply) => void;
 export type Progress = (loaded: number, total: number) => void;
 
 function config(): Config | null {
@@ -68,7 +73,19 @@ export class Model {
     return () => this.progress.delete(f);
   }
 
-  // load starts the worker and the .wasm (once); true when the model runs.
+  // preload starts the worker as the page starts, before the page knows
+  // whether a server answers: the worker asks the probe itself and, on a
+  // static host, fetches and compiles the model off the page's thread, so
+  // the model does not wait for the page's own work (building and drawing
+  // its widgets). With a server it fetches nothing more.
+  preload(): void {
+    const c = config();
+    if (this.worker || this.ready || !c || !this.available()) return;
+    this.spawn(c, true);
+  }
+
+  // load starts the model (once, or takes the preloaded worker on); true
+  // when the model runs.
   load(): Promise<boolean> {
     if (this.ready) return this.ready;
     const c = config();
@@ -77,59 +94,90 @@ export class Model {
       this.error = "no model in this build";
       return (this.ready = Promise.resolve(false));
     }
+    if (this.state === "ready" || this.state === "failed") return (this.ready = Promise.resolve(this.state === "ready"));
     this.state = "loading";
     this.total = c.bytes;
-    this.ready = new Promise((resolve) => {
-      let w: Worker;
-      try {
-        w = new Worker(c.worker);
-      } catch (e) {
-        this.state = "failed";
-        this.error = String(e);
-        resolve(false);
-        return;
-      }
-      this.worker = w;
-      w.onmessage = (e) => {
-        const d = e.data;
-        if (typeof d === "string") {
-          this.dispatch(d);
-          return;
-        }
-        switch (d && d.type) {
-          case "progress":
-            this.loaded = d.loaded;
-            this.total = d.total || this.total;
-            for (const f of this.progress) f(this.loaded, this.total);
-            break;
-          case "ready":
-            this.state = "ready";
-            performance.mark("connlab:model-ready");
-            resolve(true);
-            break;
-          case "failed":
-            this.state = "failed";
-            this.error = String(d.message || "");
-            resolve(false);
-            break;
-        }
-      };
-      w.onerror = (e) => {
-        this.state = "failed";
-        this.error = e.message || "the model's worker failed";
-        e.preventDefault();
-        resolve(false);
-      };
-      w.postMessage({ type: "init", wasm: new URL(c.wasm, location.href).href, bytes: c.bytes });
-    });
+    this.ready = new Promise((resolve) => (this.settle = resolve));
+    if (!this.worker) this.spawn(c, false);
+    else if (this.probedServer) {
+      this.probedServer = false;
+      this.worker.postMessage(this.init(c, false));
+    }
     return this.ready;
+  }
+
+  private settle: ((ok: boolean) => void) | null = null;
+  private probedServer = false;
+
+  private init(c: Config, probe: boolean): Record<string, unknown> {
+    const abs = (u: string) => new URL(u, location.href).href;
+    return { type: "init", wasm: abs(c.wasm), bytes: c.bytes, probe: probe ? abs(c.probe) : "" };
+  }
+
+  // spawn starts the worker; with probe, it loads the model only if no
+  // server answers.
+  private spawn(c: Config, probe: boolean): void {
+    let w: Worker;
+    try {
+      w = new Worker(c.worker);
+    } catch (e) {
+      this.state = "failed";
+      this.error = String(e);
+      this.settle?.(false);
+      return;
+    }
+    this.worker = w;
+    performance.mark("connlab:model-load");
+    w.onmessage = (e) => {
+      const d = e.data;
+      if (typeof d === "string") this.dispatch(d);
+      else this.news(d);
+    };
+    w.onerror = (e) => {
+      this.state = "failed";
+      this.error = e.message || "the model's worker failed";
+      e.preventDefault();
+      this.settle?.(false);
+    };
+    w.postMessage(this.init(c, probe));
+  }
+
+  // news handles the worker's messages about loading.
+  private news(d: { type?: string; loaded?: number; total?: number; message?: string }): void {
+    switch (d && d.type) {
+      case "server":
+        // The preload stopped: a server answers. A load() meanwhile
+        // still wants the model.
+        if (this.ready) this.worker?.postMessage(this.init(config()!, false));
+        else this.probedServer = true;
+        break;
+      case "progress":
+        if (this.state === "idle") this.state = "loading";
+        this.loaded = d.loaded || 0;
+        this.total = d.total || this.total;
+        for (const f of this.progress) f(this.loaded, this.total);
+        break;
+      case "compiled":
+        performance.mark("connlab:model-compiled");
+        break;
+      case "ready":
+        this.state = "ready";
+        performance.mark("connlab:model-ready");
+        this.settle?.(true);
+        break;
+      case "failed":
+        this.state = "failed";
+        this.error = String(d.message || "");
+        this.settle?.(false);
+        break;
+    }
   }
 
   private dispatch(data: string): void {
     // Tests and benchmarks may keep the replies as they came (events aside).
     const trace = (window as unknown as { connlabTrace?: string[] }).connlabTrace;
     if (trace && !data.startsWith('{"type":"events"')) trace.push(data);
-    let m: Record<string, unknown>;
+    let m: Reply;
     try {
       m = JSON.parse(data);
     } catch {
@@ -150,7 +198,7 @@ export class Model {
   }
 
   // request sends one message and resolves with its reply (or error).
-  private request(m: Record<string, unknown> & { id: string }): Promise<Record<string, unknown>> {
+  private request(m: Record<string, unknown> & { id: string }): Promise<Reply> {
     return new Promise((resolve) => {
       this.handlers.set(m.id, (r) => {
         this.handlers.delete(m.id);
@@ -160,20 +208,26 @@ export class Model {
     });
   }
 
-  // source gives the model a page's Markdown (url), once: the same file
-  // sim run and sim serve read, named as the repository names it.
-  source(lab: string, lang: string, file: string, url: string): Promise<boolean> {
+  // source gives the model a page's lab in a language, once: its data as
+  // `sim lab --json` wrote it (the same blocks sim run and sim serve read),
+  // from url. It fetches the data while the model loads and hands it to
+  // the worker at once, which holds it until the model starts.
+  source(lab: string, lang: string, url: string): Promise<boolean> {
     const key = lab + " " + lang;
     let p = this.sources.get(key);
     if (!p) {
       p = (async () => {
-        if (!(await this.load())) return false;
+        const loaded = this.load();
         try {
           const r = await fetch(url);
           if (!r.ok) throw new Error(url + ": HTTP " + r.status);
           const text = await r.text();
-          const reply = await this.request({ type: "source", id: this.newID("src"), lab, lang, file, text });
-          if (reply.type !== "source") throw new Error(String(reply.message || "the page's source did not load"));
+          if (this.state === "failed") return false;
+          const reply = this.request({ type: "lab", id: this.newID("lab"), lab, lang, text });
+          if (!(await loaded)) return false;
+          const m = await reply;
+          if (m.type !== "lab") throw new Error(String(m.message || "the page's lab did not load"));
+          performance.mark("connlab:lab-ready");
           return true;
         } catch (e) {
           this.error = String(e);

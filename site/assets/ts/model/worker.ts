@@ -31,9 +31,29 @@ scope.onmessage = (e: MessageEvent) => {
   }
   if (d && d.type === "init" && !started) {
     started = true;
-    start(d.wasm, d.bytes).catch((err) => scope.postMessage({ type: "failed", message: String(err) }));
+    void (async () => {
+      // A preload asks the probe first (model/client.ts) and stops when a
+      // server answers: the page then runs on the server.
+      if (d.probe && (await serverAnswers(d.probe))) {
+        started = false;
+        scope.postMessage({ type: "server" });
+        return;
+      }
+      await start(d.wasm, d.bytes);
+    })().catch((err) => scope.postMessage({ type: "failed", message: String(err) }));
   }
 };
+
+// serverAnswers asks the probe (api/server.json) whether sim serve served
+// the page; no answer means no server.
+async function serverAnswers(url: string): Promise<boolean> {
+  try {
+    const r = await fetch(url, { cache: "no-store", headers: { Accept: "application/json" } });
+    return r.ok && !!(await r.json()).server;
+  } catch {
+    return false;
+  }
+}
 
 // start fetches the .wasm, reporting progress, and runs it. A host that
 // serves it as application/wasm lets the browser compile while it
@@ -54,12 +74,13 @@ async function start(url: string, bytes: number): Promise<void> {
     const buf = resp.body ? await count(resp.body, total, true) : new Uint8Array(await resp.arrayBuffer());
     result = await WebAssembly.instantiate(buf, go.importObject);
   }
+  scope.postMessage({ type: "compiled" });
   void go.run(result.instance);
 }
 
 // count reads a body to its end, posting progress, and returns its bytes
 // (when keep).
-async function count(body: ReadableStream<Uint8Array>, total: number, keep: boolean): Promise<Uint8Array> {
+async function count(body: ReadableStream<Uint8Array>, total: number, keep: boolean): Promise<Uint8Array<ArrayBuffer>> {
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
   let loaded = 0;

@@ -7,16 +7,9 @@ export const INK = "#3d4a57";
 export const INK3 = "#6b7785";
 export const GRID = "#e6eaef";
 
-// Phase colours, in Chrome DevTools' order (Timing tab).
-export const PHASE = {
-  queue: "#b9c2cc",
-  dns: "#0d9aa8",
-  connect: "#f29f05",
-  tls: "#b65ad5",
-  wait: "#36b37e",
-  download: "#1f78d1",
-  error: "#d93025",
-};
+// The colour of failed calls and port errors. The phases' colours are in
+// the phase table (schema.gen.ts: PHASES).
+export const ERROR = "#d93025";
 
 // Variant colours for charts that overlay variants.
 export const VARIANT = ["#1f78d1", "#e8710a", "#2e9d5b", "#b04fc9", "#c0392b", "#00897b", "#6d4c41", "#546e7a"];

@@ -3,39 +3,9 @@
 // for any exact value; selects for enums; a checkbox for booleans. Limits,
 // units and help come from `sim params --json` (site/data/params.json).
 import { el } from "./canvas";
+import { formatDuration, parseDuration } from "./helpers";
 import type { Control } from "./types";
 import { t } from "./i18n";
-
-const UNITS: [string, number][] = [["ns", 1e-6], ["us", 1e-3], ["µs", 1e-3], ["μs", 1e-3], ["ms", 1], ["s", 1000], ["m", 60000], ["h", 3600000]];
-
-// parseDuration reads a Go duration ("12ms", "1m30s", "0") as milliseconds;
-// NaN when it is not one.
-export function parseDuration(s: string): number {
-  s = s.trim();
-  if (s === "0") return 0;
-  const re = /([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)/y;
-  let total = 0;
-  let i = 0;
-  while (i < s.length) {
-    re.lastIndex = i;
-    const m = re.exec(s);
-    if (!m) return NaN;
-    total += parseFloat(m[1]) * UNITS.find((u) => u[0] === m[2])![1];
-    i = re.lastIndex;
-  }
-  return i > 0 ? total : NaN;
-}
-
-// formatDuration writes ms as the shortest Go duration that reads well.
-export function formatDuration(v: number): string {
-  if (v === 0) return "0s";
-  const r = (x: number) => String(Math.round(x * 1000) / 1000);
-  if (v >= 3600000 && v % 3600000 === 0) return r(v / 3600000) + "h";
-  if (v >= 60000 && v % 60000 === 0) return r(v / 60000) + "m";
-  if (v >= 1000) return r(v / 1000) + "s";
-  if (v >= 1) return r(v) + "ms";
-  return r(v * 1000) + "us";
-}
 
 function toNumber(c: Control, v: unknown): number {
   if (c.kind === "duration") return typeof v === "number" ? v : parseDuration(String(v));

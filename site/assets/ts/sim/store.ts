@@ -1,15 +1,25 @@
 // What one variant of a run has streamed so far: calls (the waterfall's
 // rows), sockets (the connection timeline's rows) and port errors. Events
 // arrive in time order (sim/engine.go emits them so, the harness too).
-import type { Ev, Sample, Summary, PhaseRow } from "./types";
+import { PHASES } from "./schema.gen";
+import type { Event, PhaseJSON, Sample, Summary, SummaryPhaseJSON, PhaseRow } from "./types";
 
 // A Call is one row of the waterfall. Times are ms: start from the run's
-// start, the rest from the call's start, cumulative as curl reports them.
+// start; t, each phase's time (PHASES order), from the call's start,
+// cumulative as curl reports them; total is the last.
 export interface Call {
   req: number; call: number; worker: number; conn: number;
   newConn: boolean; reused: boolean; retried: boolean;
-  start: number; queue: number; dns: number; connect: number; tls: number;
-  ttfb: number; total: number; error: string; handshake: string;
+  start: number; t: number[]; total: number; error: string; handshake: string;
+}
+
+// A call uses its connection from connect() on (after the phases before
+// it, DNS on a new connection), or once it has one from the pool.
+const CONNECT = PHASES.findIndex((p) => p.key === "connect");
+
+// phaseTime reads phase i's time of a call event.
+function phaseTime(e: Event, i: number): number {
+  return e[PHASES[i].json as PhaseJSON] || 0;
 }
 
 // A Sock is one connection's life, client side: opened (connect() began),
@@ -54,7 +64,7 @@ export class VariantData {
 
   constructor(public name: string, public label: string, public settings: Record<string, unknown> = {}) {}
 
-  add(e: Ev): void {
+  add(e: Event): void {
     this.events++;
     if (e.at_ms > this.tEnd) this.tEnd = e.at_ms;
     switch (e.kind) {
@@ -127,24 +137,24 @@ export class VariantData {
   // cumulative times, each the median over the calls): what the page shows
   // of a variant before any run. Its req is 0, so the waterfall labels it.
   addMedian(s: Summary): void {
-    const p50 = (k: string) => ((s[k] as { p50?: number } | undefined)?.p50 ?? 0);
-    const total = p50("total_ms");
-    this.addCall({
-      kind: "call", at_ms: total, req: 0, call: 1, start_ms: 0, new_conn: p50("connect_ms") > 0,
-      namelookup_ms: p50("namelookup_ms"), connect_ms: p50("connect_ms"), appconnect_ms: p50("appconnect_ms"),
-      starttransfer_ms: p50("starttransfer_ms"), total_ms: total,
-    });
+    const e: Event = { kind: "call", at_ms: s.total_ms.p50, req: 0, call: 1, start_ms: 0 };
+    for (const p of PHASES) {
+      if (!p.summary_field) continue;
+      const v = s[p.json as SummaryPhaseJSON].p50;
+      e[p.json as PhaseJSON] = v;
+      if (p.setup && v > 0) e.new_conn = true;
+    }
+    this.addCall(e);
     this.events = 0;
   }
 
-  private addCall(e: Ev): void {
+  private addCall(e: Event): void {
     const start = e.start_ms || 0;
+    const t = PHASES.map((_, i) => phaseTime(e, i));
     const c: Call = {
       req: e.req || 0, call: e.call || 0, worker: e.worker || 0, conn: e.conn || 0,
       newConn: !!e.new_conn, reused: !!e.reused, retried: !!e.retried,
-      start, queue: e.queue_ms || 0, dns: e.namelookup_ms || 0, connect: e.connect_ms || 0,
-      tls: e.appconnect_ms || 0, ttfb: e.starttransfer_ms || 0, total: e.total_ms || 0,
-      error: e.error || "", handshake: e.handshake || "",
+      start, t, total: e.total_ms || 0, error: e.error || "", handshake: e.handshake || "",
     };
     if (c.total > this.maxTotal) this.maxTotal = c.total;
     if (start + c.total > this.callEnd) this.callEnd = start + c.total;
@@ -157,8 +167,9 @@ export class VariantData {
     else a.splice(i, 0, c);
     const s = this.byId.get(c.conn);
     if (s && !c.error) {
-      const from = Math.max(start + (c.newConn ? c.dns : c.queue), s.open);
-      s.busy.push(from, start + c.total);
+      let using = 0;
+      for (let k = 0; k < CONNECT; k++) if (c.newConn || !PHASES[k].setup) using = Math.max(using, t[k]);
+      s.busy.push(Math.max(start + using, s.open), start + c.total);
     }
   }
 

@@ -3,7 +3,7 @@
 // expires), with EADDRNOTAVAIL marks on top. With more sockets than rows can
 // show, it draws how many sockets are open and in TIME_WAIT over time
 // against the local port range instead: the port-exhaustion gauge.
-import { INK3, GRID, PHASE, Width, el, setHeight, hatch, rowsTitle, setup, xAxis, yAxis } from "./canvas";
+import { ERROR, INK3, GRID, Width, el, setHeight, hatch, rowsTitle, setup, xAxis, yAxis } from "./canvas";
 import type { Sock, VariantData } from "./store";
 import type { Sample } from "./types";
 import { t, ms, int } from "./i18n";
@@ -16,7 +16,7 @@ export const SOCK = {
   server: "#6a3fc1",
   tw: "#c48a00",
   twServer: "#7e57c2",
-  portError: PHASE.error,
+  portError: ERROR,
 };
 
 const MAX_ROWS = 150; // sockets drawn one per row; above, the gauge

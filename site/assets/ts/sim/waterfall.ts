@@ -1,9 +1,11 @@
 // The waterfall: one row per call, in start order, coloured by phase as in
 // Chrome DevTools (queueing, DNS, initial connection, TLS, waiting, content
-// download), with the connection id beside each row. A call on a reused
-// connection has no DNS, connect or TLS part, so it is visibly short.
+// download: sim/phase.go's table, PHASES), with the connection id beside
+// each row. A call on a reused connection has no setup phases (DNS,
+// connect, TLS), so it is visibly short.
 // Rows are drawn on a canvas, only those in view, so 20,000 rows scroll.
-import { PHASE, INK, INK3, Width, el, setHeight, rowsTitle, setup, xAxis } from "./canvas";
+import { ERROR, INK, INK3, Width, el, setHeight, rowsTitle, setup, xAxis } from "./canvas";
+import { PHASES } from "./schema.gen";
 import type { Call, VariantData } from "./store";
 import { t, ms, int } from "./i18n";
 
@@ -89,7 +91,7 @@ export class Waterfall {
       this.drawRow(ctx, c, y + (rh - barH) / 2, barH, w);
       if (rh >= 14) this.label(ctx, c, y + rh / 2, w);
       else if (c.newConn) {
-        ctx.fillStyle = PHASE.connect;
+        ctx.fillStyle = NEW_CONN;
         ctx.fillRect(0, y, 3, Math.max(1, rh - 1));
       }
     }
@@ -123,24 +125,12 @@ export class Waterfall {
       ctx.fillRect(a, y, b - a, h);
     };
     if (c.error) {
-      seg(0, Math.max(c.total, 0.0001), PHASE.error);
+      seg(0, Math.max(c.total, 0.0001), ERROR);
       return;
     }
-    seg(0, c.queue, PHASE.queue);
-    let ready = c.queue;
-    if (c.newConn) {
-      seg(c.queue, c.dns, PHASE.dns);
-      seg(Math.max(c.queue, c.dns), c.connect, PHASE.connect);
-      ready = Math.max(ready, c.connect);
-      if (c.tls > 0) {
-        seg(c.connect, c.tls, PHASE.tls);
-        ready = Math.max(ready, c.tls);
-      }
-    }
-    seg(ready, c.ttfb, PHASE.wait);
-    seg(Math.max(ready, c.ttfb), c.total, PHASE.download);
+    for (const s of segments(c)) seg(s.from, s.to, s.color);
     if (c.retried) {
-      ctx.fillStyle = PHASE.error;
+      ctx.fillStyle = ERROR;
       ctx.fillRect(this.xOf(t0, w) - 3, y, 2, h);
     }
   }
@@ -158,7 +148,7 @@ export class Waterfall {
     const end = this.xOf((this.x.aligned ? 0 : c.start) + c.total, w);
     const label = c.error ? "✕" : ms(c.total);
     ctx.textAlign = "left";
-    ctx.fillStyle = c.error ? PHASE.error : INK3;
+    ctx.fillStyle = c.error ? ERROR : INK3;
     const tw = ctx.measureText(label).width;
     if (end + 4 + tw < w) ctx.fillText(label, end + 4, y);
   }
@@ -177,34 +167,45 @@ export class Waterfall {
   }
 }
 
+// The colour of the mark of a call that opened a connection, in rows too
+// thin for labels: the connect phase's.
+const NEW_CONN = PHASES.find((p) => p.key === "connect")?.color || INK;
+
+// A Segment is the part of a call one phase took, from and to ms from the
+// call's start.
+interface Segment { from: number; to: number; color: string; label: string }
+
+// segments cuts a call into its phases' parts, in order: each phase's time
+// is cumulative, so its part runs from the latest earlier time to its own
+// (none when a phase did not happen, such as TLS on plain TCP). A call on a
+// reused connection skips the setup phases; a failed call has no phases
+// after its setup.
+export function segments(c: Call): Segment[] {
+  const out: Segment[] = [];
+  let from = 0;
+  let setupSeen = false;
+  PHASES.forEach((p, i) => {
+    if (p.setup) setupSeen = true;
+    if (p.setup && !c.newConn) return;
+    if (c.error && !p.setup && setupSeen) return;
+    const to = c.t[i];
+    if (to > from) {
+      out.push({ from, to, color: p.color, label: p.label });
+      from = to;
+    }
+  });
+  return out;
+}
+
 // callTip is the tooltip of one call: its phases as DevTools' Timing tab
 // lists them, and curl's cumulative times.
 export function callTip(c: Call): string {
-  const rows: [string, string, number][] = [];
-  const add = (key: string, color: string, v: number) => {
-    if (v > 0) rows.push([t(key), color, v]);
-  };
-  add("ph_queue", PHASE.queue, c.queue);
-  let ready = c.queue;
-  if (c.newConn) {
-    add("ph_dns", PHASE.dns, c.dns - c.queue);
-    add("ph_connect", PHASE.connect, c.connect - Math.max(c.queue, c.dns));
-    ready = Math.max(ready, c.connect);
-    if (c.tls > 0) {
-      add("ph_tls", PHASE.tls, c.tls - c.connect);
-      ready = Math.max(ready, c.tls);
-    }
-  }
-  if (!c.error) {
-    add("ph_wait", PHASE.wait, c.ttfb - ready);
-    add("ph_download", PHASE.download, c.total - Math.max(ready, c.ttfb));
-  }
   const head = (c.req ? "#" + c.req + (c.call > 1 ? "." + c.call : "") : t("w_median")) + (c.worker ? " · worker " + c.worker : "") +
     (c.conn ? " · c" + c.conn : "");
   const kind = c.error ? `<span class="bad">${esc(c.error)}</span>` :
     c.newConn ? t("w_new_conn") + (c.handshake ? " · " + t("w_handshake") + ": " + esc(c.handshake) : "") : t("w_reused");
   let h = `<strong>${esc(head)}</strong><br>${kind}${c.retried ? "<br>" + esc(t("w_retried")) : ""}<table>`;
-  for (const [name, color, v] of rows) h += `<tr><td><i style="background:${color}"></i>${esc(name)}</td><td>${ms(v)}</td></tr>`;
+  for (const s of segments(c)) h += `<tr><td><i style="background:${s.color}"></i>${esc(t(s.label))}</td><td>${ms(s.to - s.from)}</td></tr>`;
   h += `<tr class="total"><td>${esc(t("ph_total"))}</td><td>${ms(c.total)}</td></tr></table>`;
   return h;
 }

@@ -10,12 +10,14 @@
 // server reads the lab files afresh, so an author's edit shows at the next
 // run without a rebuild. The model in the page is for hosts without one.
 import { CDF } from "./cdf";
-import { PHASE, VARIANT, el } from "./canvas";
+import { ERROR, VARIANT, el } from "./canvas";
 import { Controls } from "./controls";
+import { shellQuote } from "./helpers";
 import { t, int, num, ms } from "./i18n";
 import { host, model } from "../model/client";
 import { blockQuery, withBlock } from "./link";
 import type { LinkState } from "./link";
+import { PHASES } from "./schema.gen";
 import { socket } from "./socket";
 import { VariantData } from "./store";
 import { SOCK, Timeline } from "./timeline";
@@ -24,6 +26,9 @@ import { renderChecks, renderSummary } from "./summary";
 import { Waterfall } from "./waterfall";
 
 const TABLE_ROWS = 500; // calls listed per variant in the table
+
+// The phases curl reports (time_namelookup …): the calls table's columns.
+const CURL = PHASES.flatMap((p, i) => (p.curl ? [i] : []));
 
 // A Transport carries run messages: the server's socket or the model in
 // the page.
@@ -151,13 +156,8 @@ export class Widget {
       s.append(i, text);
       legend.append(s);
     };
-    item(PHASE.queue, t("ph_queue"));
-    item(PHASE.dns, t("ph_dns"));
-    item(PHASE.connect, t("ph_connect"));
-    item(PHASE.tls, t("ph_tls"));
-    item(PHASE.wait, t("ph_wait"));
-    item(PHASE.download, t("ph_download"));
-    item(PHASE.error, t("w_error_calls"));
+    for (const p of PHASES) item(p.color, t(p.label));
+    item(ERROR, t("w_error_calls"));
     legend.append(el("span", "sep"));
     item(SOCK.busy, t("st_busy"));
     item(SOCK.idle, t("st_idle"));
@@ -231,7 +231,7 @@ export class Widget {
       for (const [key, v] of Object.entries(d.settings || {})) chips.append(el("code", "", key + " = " + (typeof v === "string" ? v : JSON.stringify(v))));
       root.append(chips); // even empty: panes line up on a subgrid
       const wf = new Waterfall((html, e) => this.tip(html, e));
-      const tl = new Timeline((html, e) => this.tip(html, e), portCount(this.data.portRange));
+      const tl = new Timeline((html, e) => this.tip(html, e), this.data.port_count);
       root.append(el("p", "sim-sub", t("w_waterfall")), wf.root, el("p", "sim-sub", t("w_connections")), tl.root);
       return { d, wf, tl, root };
     });
@@ -258,6 +258,16 @@ export class Widget {
 
   get element(): HTMLElement {
     return this.fig;
+  }
+
+  // lab is the block's page; dataURL, where the page's lab is as data (the
+  // English file's, which runs read).
+  get lab(): string {
+    return this.data.lab;
+  }
+
+  get dataURL(): string {
+    return this.data.data;
   }
 
   // small reports whether the block is cheap enough to run on its own when
@@ -336,7 +346,7 @@ export class Widget {
     const off = model.onProgress(() => this.modelStatus());
     this.setStatus("", false, "loading");
     this.modelStatus();
-    const ok = (await model.load()) && (await model.source(this.data.lab, "en", this.data.file, this.data.src));
+    const ok = (await model.load()) && (await model.source(this.data.lab, "en", this.data.data));
     off();
     if (!ok) {
       this.setStatus(t("w_model_failed") + " " + model.error, true, "noserver");
@@ -362,6 +372,7 @@ export class Widget {
     if (this.runId) this.cancel(true);
     const token = ++this.token;
     this.linked = false;
+    this.mark("run");
     // Synchronously, so that whoever pressed Run sees the last run's marks
     // gone at once.
     this.finishedRun = false;
@@ -393,6 +404,7 @@ export class Widget {
     this.fig.dataset.state = "running";
     this.cancelBtn.hidden = false;
     this.setStatus(this.real ? t("w_running_real") : t("w_running"));
+    this.mark("sent");
     if (!tr.run(msg, (m) => this.onMessage(m))) {
       this.finish();
       this.setStatus(t("w_lost"), true);
@@ -423,6 +435,7 @@ export class Widget {
         this.setStatus(t("w_queued", { n: m.position ?? "?" }));
         break;
       case "started": {
+        this.mark("started");
         const names = (m.variants || []) as { name: string; label?: string }[];
         if (names.length) {
           const defs = this.data.variants;
@@ -479,6 +492,7 @@ export class Widget {
             if (b?.series?.length) d.series = b.series;
           }
         }
+        this.mark("done");
         this.checks = m.checks || null;
         this.fig.dataset.events = String(this.events);
         if (!firstResult) {
@@ -512,6 +526,15 @@ export class Widget {
         break;
     }
     this.schedule();
+  }
+
+  // mark records a step of a run in the page's performance timeline
+  // ("connlab:BLOCK:done"), the last of each step only: benchmarks read
+  // them.
+  private mark(step: string): void {
+    const name = "connlab:" + this.block + ":" + step;
+    performance.clearMarks(name);
+    performance.mark(name);
   }
 
   private note(s: string): void {
@@ -572,6 +595,7 @@ export class Widget {
       // Everything of the finished run is on screen (tests wait for this).
       this.finishedRun = false;
       this.fig.dataset.ready = "1";
+      this.mark("drawn");
     }
   }
 
@@ -589,7 +613,7 @@ export class Widget {
       const shown = Math.min(d.calls.length, TABLE_ROWS);
       table.append(el("caption", "", d.label + " · " + int(shown) + (shown < d.calls.length ? " / " + int(d.calls.length) : "") + " " + t("m_calls")));
       const head = el("tr");
-      for (const h of ["#", "worker", "conn", "num_connects", "time_namelookup", "time_connect", "time_appconnect", "time_starttransfer", "time_total", ""]) head.append(el("th", "", h));
+      for (const h of ["#", "worker", "conn", "num_connects", ...CURL.map((i) => PHASES[i].curl!), ""]) head.append(el("th", "", h));
       table.createTHead().append(head);
       const body = table.createTBody();
       for (let i = 0; i < shown; i++) {
@@ -601,7 +625,7 @@ export class Widget {
         tr.dataset.new = c.newConn ? "1" : "0";
         tr.dataset.total = String(c.total);
         const cells = [c.req + (c.call > 1 ? "." + c.call : ""), String(c.worker || ""), c.conn ? "c" + c.conn : "", c.newConn ? "1" : "0",
-          ms(c.dns), ms(c.connect), ms(c.tls), ms(c.ttfb), ms(c.total), c.error || (c.retried ? t("w_retried") : "")];
+          ...CURL.map((i) => ms(c.t[i])), c.error || (c.retried ? t("w_retried") : "")];
         for (const s of cells) tr.append(el("td", "", s));
         body.append(tr);
       }
@@ -694,15 +718,6 @@ function phaseRows(c: DoneVariant["compare"]): PhaseRow[] | null {
   if (!c) return null;
   if (Array.isArray(c)) return c;
   return c.phases || null;
-}
-
-function portCount(range: string): number {
-  const m = /^(\d+)-(\d+)$/.exec(range || "");
-  return m ? +m[2] - +m[1] + 1 : 0;
-}
-
-function shellQuote(s: string): string {
-  return /^[A-Za-z0-9_=.,:/+-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
 }
 
 export { ms };

@@ -1,0 +1,51 @@
+package site
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/pelletier/go-toml/v2"
+)
+
+// schemaTS is the widgets' generated types (sim schema --ts).
+var schemaTS = filepath.Join("assets", "ts", "sim", "schema.gen.ts")
+
+// The committed TypeScript types are what `sim schema --ts` gives now: a
+// field added to an Event, a phase or a word of the vocabulary fails here
+// until make gen writes them again.
+func TestSchemaGenerated(t *testing.T) {
+	want, err := simCLI("schema", "--ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(schemaTS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from `sim schema --ts`: run make gen", schemaTS)
+	}
+}
+
+// Every phase of the phase table has its UI string (the waterfall's
+// legend and tooltips, the home page's figure) in both languages: adding a
+// phase to sim/phase.go needs its words here and nothing else.
+func TestPhaseStrings(t *testing.T) {
+	for _, lang := range []string{"en", "ko"} {
+		src, err := os.ReadFile(filepath.Join("i18n", lang+".toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var strings map[string]any
+		if err := toml.Unmarshal(src, &strings); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range sim.Phases() {
+			if _, ok := strings[p.Label]; !ok {
+				t.Errorf("i18n/%s.toml has no %q (phase %s)", lang, p.Label, p.Key)
+			}
+		}
+	}
+}
