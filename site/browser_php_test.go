@@ -80,8 +80,8 @@ func TestBrowserRealPHP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Cols    []string            `json:"cols"`
-		Runtime []string            `json:"runtime"`
+		Cols    []string `json:"cols"`
+		Runtime []string `json:"runtime"`
 		Refused []struct{ Real, Model string }
 		Checks  map[string][]string `json:"checks"`
 	}
