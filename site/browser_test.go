@@ -366,8 +366,8 @@ func TestBrowserLabs(t *testing.T) {
 			shot := false
 			for _, b := range p.lab.Blocks {
 				if p.lang != "en" && b.ID != small {
-					// The translation's blocks are the English ones byte for
-					// byte (pages_test.go checks): one run shows the
+					// The translation's blocks run the English ones'
+					// scenarios (pages_test.go checks): one run shows the
 					// widget works in this language.
 					continue
 				}

@@ -27,6 +27,7 @@ type Block struct {
 	Tiers     []string  // the chain's tiers in order, from [[tier]] tables (none: one hop)
 	Variants  []*Variant
 	Expects   []*Expect
+	Predict   *Predict // the question the page asks before it shows the results (predict.go)
 }
 
 // A Setting is one scenario key set in a block, a variant or on the command
@@ -48,7 +49,7 @@ type Variant struct {
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 
 // blockKeys are the keys a block may hold besides scenario keys.
-var blockKeys = map[string]bool{"title": true, "note": true, "expect": true, "variant": true}
+var blockKeys = map[string]bool{"title": true, "note": true, "expect": true, "variant": true, "predict": true}
 
 func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 	b := &Block{ID: id, File: file, Line: line, Source: string(src)}
@@ -103,6 +104,13 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 				x.Line = line + el - 1
 				b.Expects = append(b.Expects, x)
 			}
+		case "predict":
+			p, rel, err := parsePredict(v, lines)
+			if err != nil {
+				return nil, fail(rel, "%v", err)
+			}
+			p.Line = line + p.Line - 1
+			b.Predict = p
 		case "tier":
 			names, settings, rel, err := parseTiers(v, lines, line)
 			if err != nil {
@@ -181,6 +189,11 @@ func bindExpects(blocks []*Block) error {
 		for _, x := range b.Expects {
 			if err := x.bind(b, lab); err != nil {
 				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: fmt.Sprintf("expect %q: %v", x.Text, err)}
+			}
+		}
+		if p := b.Predict; p != nil {
+			if err := p.bind(b, lab); err != nil {
+				return &Error{File: b.File, Line: p.Line, Block: b.ID, Msg: fmt.Sprintf("predict: metric %q: %v", p.Metric, err)}
 			}
 		}
 	}

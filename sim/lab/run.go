@@ -39,6 +39,9 @@ type BlockResult struct {
 	Title    string           `json:"title,omitempty"`
 	Variants []*VariantResult `json:"variants"`
 	Checks   []Check          `json:"checks"`
+	// Predict is the model's answer to the block's [predict] question
+	// (none when the block asks none, or its metric has no value).
+	Predict *PredictAnswer `json:"predict,omitempty"`
 }
 
 // OK reports whether every expectation held.
@@ -255,6 +258,9 @@ func (l *Lab) Run(ctx context.Context, ids []string, opt RunOptions) ([]*BlockRe
 		}
 		r := results[b.ID]
 		r.Checks = b.check(m)
+		if b.Predict != nil {
+			r.Predict, _ = b.Predict.Answer(m) // a variant that was refused has no value: no answer
+		}
 		out = append(out, r)
 	}
 	return out, nil
