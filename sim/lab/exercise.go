@@ -44,7 +44,8 @@ import (
 //     end (the order of num_connects): total_ms, connect_ms, num_connects, …
 //   - choice: choices (2 to 8) and correct (1-based). block and variant are
 //     optional: the run the reveal shows.
-//   - explain: model_answer, shown after the student has written theirs.
+//   - explain: model_answer, shown after the student has written theirs,
+//     and rubric: the key points the answer must name (exercise_rubric.go).
 //
 // Placeholders {key} in question, hints and explain are replaced by the
 // scenario's values ({rtt} → "20ms"); {answer} in explain by the answer.
@@ -67,6 +68,9 @@ type Exercise struct {
 	Choices     []string
 	Correct     int // choice: 1-based
 	ModelAnswer string
+	Rubric      []RubricPoint // explain: the key points an answer names (exercise_rubric.go)
+	Pass        int           // how many of them it must name
+	Worked      string        // a worked example, shown folded before the question
 
 	Block   string // id of a ```sim block of the same lab ("" for none)
 	Variant string
@@ -96,7 +100,7 @@ var ExerciseKinds = []string{"number", "choice", "explain"}
 
 // exerciseKeys are the keys an exercise block may hold.
 var exerciseKeys = []string{"kind", "title", "question", "unit", "hints", "explain", "choices", "correct",
-	"model_answer", "block", "variant", "set", "metric", "call", "tolerance", "vary", "expect"}
+	"model_answer", "block", "variant", "set", "metric", "call", "tolerance", "vary", "expect", "rubric", "pass", "worked"}
 
 // Limits on an exercise block, so a page cannot ask for unbounded work.
 const (
@@ -172,7 +176,7 @@ func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte, lab *nam
 	x.lines = keyLines(src)
 	r := &exerciseReader{l: l, x: x, doc: doc, names: lab}
 	// In this order: an error names the first problem as a reader meets it.
-	for _, step := range []func() error{r.keys, r.texts, r.kindKeys, r.block, r.set, r.vary, r.call, r.number, r.scenarios, r.placeholders, r.expects} {
+	for _, step := range []func() error{r.keys, r.texts, r.rubric, r.kindKeys, r.block, r.set, r.vary, r.call, r.number, r.scenarios, r.placeholders, r.expects} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -320,7 +324,7 @@ func (r *exerciseReader) texts() error {
 // kindKeys refuses keys of another kind, and reads a choice's answer.
 func (r *exerciseReader) kindKeys() error {
 	x, doc := r.x, r.doc
-	only := map[string]string{"choices": "choice", "correct": "choice", "model_answer": "explain",
+	only := map[string]string{"choices": "choice", "correct": "choice", "model_answer": "explain", "rubric": "explain", "pass": "explain",
 		"metric": "number", "call": "number", "tolerance": "number", "unit": "number"}
 	for k, kind := range only {
 		if _, ok := doc[k]; ok && x.Kind != kind {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -175,9 +176,9 @@ func exerciseShape(x *Exercise) string {
 	}
 	// Expectations may quote the language (answer contains "…"); each
 	// file's own must hold (TestLabExercises), so only their number counts.
-	return fmt.Sprintf("kind=%s block=%s variant=%s set=%v metric=%s call=%d unit=%s tol=%v%%%v vary=%v choices=%d correct=%d hints=%d explain=%v expects=%d placeholders=%v",
+	return fmt.Sprintf("kind=%s block=%s variant=%s set=%v metric=%s call=%d unit=%s tol=%v%%%v vary=%v choices=%d correct=%d hints=%d explain=%v expects=%d placeholders=%v rubric=%d pass=%d worked=%v",
 		x.Kind, x.Block, x.Variant, set, x.Metric, x.Call, x.Unit, x.Tolerance, x.TolerancePct, vary,
-		len(x.Choices), x.Correct, len(x.Hints), x.Explain != "", len(x.Expects), placeholders(x))
+		len(x.Choices), x.Correct, len(x.Hints), x.Explain != "", len(x.Expects), placeholders(x), len(x.Rubric), x.Pass, x.Worked != "")
 }
 
 // TestTranslationsAgree: a lab's Korean file has the same exercises as the
@@ -408,7 +409,7 @@ func TestNumberCheck(t *testing.T) {
 		"1e1":     {OK: false, Direction: "low", Value: 10},
 	} {
 		got, err := in.Check(input)
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("Check(%q) = %+v, %v; want %+v", input, got, err, want)
 		}
 	}
