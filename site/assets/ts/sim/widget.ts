@@ -78,6 +78,7 @@ export class Widget {
   private auto = false; // the current run was started by the page itself
   private alignSet = false; // the reader chose; until then, many rows align
   private defaults = true; // the run uses the block's own parameters
+  private effective: Record<string, Record<string, unknown>> = {}; // each variant's scenario, from "started"
 
   constructor(private fig: HTMLElement, data: BlockData) {
     this.data = data;
@@ -423,6 +424,7 @@ export class Widget {
         this.setStatus(t("w_queued", { n: m.position ?? "?" }));
         break;
       case "started": {
+        this.effective = m.params || {};
         const names = (m.variants || []) as { name: string; label?: string }[];
         if (names.length) {
           const defs = this.data.variants;
@@ -489,6 +491,7 @@ export class Widget {
         this.summaryDirty = true;
         this.callsStale = true;
         if (this.callsEl.open) this.renderCalls();
+        this.announce();
         break;
       }
       case "error": {
@@ -509,6 +512,22 @@ export class Widget {
         break;
     }
     this.schedule();
+  }
+
+  // announce tells the page's figures (figures.ts) what a run gave: the
+  // "connlab:result" page event (sim/server/PROTOCOL.md) with each
+  // variant's scenario and its first calls' curl times.
+  private announce(): void {
+    const variants = this.panes.map((p) => ({
+      name: p.d.name,
+      params: this.effective[p.d.name] || {},
+      summary: p.d.summary,
+      calls: p.d.calls.slice(0, 16).map((c) => ({
+        namelookup_ms: c.dns, connect_ms: c.connect, appconnect_ms: c.tls, starttransfer_ms: c.ttfb,
+        total_ms: c.total, new_conn: c.newConn, handshake: c.handshake, error: c.error,
+      })),
+    }));
+    document.dispatchEvent(new CustomEvent("connlab:result", { detail: { block: this.block, mode: this.real ? "real" : "model", variants } }));
   }
 
   private note(s: string): void {
