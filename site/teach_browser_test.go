@@ -232,3 +232,151 @@ func atoi(s string) int {
 	fmt.Sscan(strings.TrimSpace(s), &n)
 	return n
 }
+
+// predictState is what a block asking for a prediction shows.
+type predictState struct {
+	Predict  string   `json:"predict"`
+	Result   string   `json:"result"`
+	Visible  []string `json:"visible"`
+	Canvases int      `json:"canvases"`
+	Box      bool     `json:"box"`
+	Text     string   `json:"text"`
+	Why      string   `json:"why"`
+}
+
+const readPredictJS = `(() => { const f = document.getElementById(%q);
+const vis = (e) => getComputedStyle(e).display !== "none" && !!e.offsetParent;
+return JSON.stringify({predict: f.dataset.predict || "", result: f.dataset.predictResult || "",
+  visible: [...f.children].filter(c => c.tagName !== "FIGCAPTION" && c.tagName !== "NOSCRIPT" && !c.classList.contains("predict") && vis(c)).map(c => c.className || c.tagName),
+  canvases: [...f.querySelectorAll("canvas")].filter(vis).length, box: vis(f.querySelector(".predict")),
+  text: f.querySelector(".pr-result").textContent, why: (f.querySelector(".pr-why") || {}).textContent || ""}); })()`
+
+func readPredict(t *testing.T, ctx context.Context, id string) predictState {
+	t.Helper()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(readPredictJS, id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p predictState
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func waitPredict(t *testing.T, ctx context.Context, id, want string) predictState {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		p := readPredict(t, ctx, id)
+		if p.Predict == want {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: data-predict %q, want %q", id, p.Predict, want)
+		}
+	}
+}
+
+// A block that asks for a prediction, on a static host and with sim serve,
+// in both languages, for a number and a choice: its charts, numbers and
+// scenario are hidden until the reader predicts or skips; then they show,
+// the block runs, and the prediction stands beside the model's answer (the
+// build's, sim run's) with the explanation. "Predict again" hides them
+// again, Skip shows them in one click, and a reload keeps the choice.
+func TestBrowserPredict(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	base, _ := serve(t, s)
+	files := staticServer(t, s.public)
+	answer := func(page, block string) (float64, int) {
+		for _, b := range s.raw[page]["blocks"].([]any) {
+			bm := b.(map[string]any)
+			if bm["id"] == block {
+				p, _ := bm["predict"].(map[string]any)
+				if p == nil {
+					t.Fatalf("%s: block %s has no predict answer in sim run --json", page, block)
+				}
+				c, _ := p["choice"].(float64)
+				return p["value"].(float64), int(c)
+			}
+		}
+		t.Fatalf("%s: no block %s", page, block)
+		return 0, 0
+	}
+	for _, c := range []struct {
+		host, dir, page, lang, block, input string
+		right                               bool
+		shows                               string // the model's answer as the page writes it
+	}{
+		{base, "labs", "php-persistent-share", "en", "across-requests", "13", true, "14 ms"},
+		{files.URL, "labs", "php-persistent-share", "ko", "across-requests", "30", false, "14 ms"},
+		{files.URL, "content", "anatomy", "en", "handshakes", "choice:3", false, "3"},
+		{base, "content", "anatomy", "ko", "handshakes", "choice:2", true, "3번"},
+	} {
+		t.Run(c.lang+"/"+c.page, func(t *testing.T) {
+			id := "sim-" + c.block
+			if err := chromedp.Do(ctx, chromedp.Navigate(c.host+pageURL(c.dir, c.page, c.lang))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`!!document.querySelector("#%s.live")`, id), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+				t.Fatalf("the widget did not start: %v", err)
+			}
+			p := readPredict(t, ctx, id)
+			if p.Predict != "pending" || len(p.Visible) > 0 || p.Canvases > 0 || !p.Box {
+				t.Fatalf("before a prediction: %+v; want only the question shown", p)
+			}
+			value, choice := answer(c.page, c.block)
+			if n, ok := strings.CutPrefix(c.input, "choice:"); ok {
+				if (atoi(n) == choice) != c.right {
+					t.Fatalf("choice %s against the model's %d: the case is wrong", n, choice)
+				}
+				if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf("#%s .pr-choices input[value=%q]", id, n)))); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				a := &lab.PredictAnswer{Value: value, Tolerance: value * 0.2} // the block's tolerance = "20%"
+				if a.Right(float64(atoi(c.input))) != c.right {
+					t.Fatalf("%s against the model's %v: the case is wrong", c.input, value)
+				}
+				if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#"+id+" .pr-value"), c.input)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#"+id+" .pr-go"))); err != nil {
+				t.Fatal(err)
+			}
+			p = waitPredict(t, ctx, id, "done")
+			if want := map[bool]string{true: "right", false: "off"}[c.right]; p.Result != want {
+				t.Errorf("prediction %s: marked %q, want %q (%s)", c.input, p.Result, want, p.Text)
+			}
+			if !strings.Contains(p.Text, c.shows) || p.Why == "" {
+				t.Errorf("after the prediction: %q, why %q; want the model's %s and an explanation", p.Text, p.Why, c.shows)
+			}
+			w := waitReady(t, ctx, id)
+			p = readPredict(t, ctx, id)
+			if p.Canvases == 0 || len(p.Visible) < 3 || len(w.Summary) == 0 {
+				t.Errorf("after the prediction the block shows %v, %d charts: want its charts and numbers", p.Visible, p.Canvases)
+			}
+			// Again, then Skip.
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#"+id+" .pr-again"))); err != nil {
+				t.Fatal(err)
+			}
+			if p = waitPredict(t, ctx, id, "pending"); len(p.Visible) > 0 || p.Canvases > 0 {
+				t.Errorf("predict again: %v still shown", p.Visible)
+			}
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#"+id+" .pr-skip"))); err != nil {
+				t.Fatal(err)
+			}
+			if p = waitPredict(t, ctx, id, "done"); p.Result != "skipped" || !strings.Contains(p.Text, c.shows) {
+				t.Errorf("skip: %+v", p)
+			}
+			// A reload keeps it shown.
+			if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.getElementById(%q).dataset.predict === "done"`, id), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+				t.Errorf("after a reload the block asks again: %v", err)
+			}
+		})
+	}
+}
