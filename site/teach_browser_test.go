@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/chromedp/chromedp"
 	"github.com/connlab/connlab/sim"
@@ -378,5 +379,159 @@ func TestBrowserPredict(t *testing.T) {
 				t.Errorf("after a reload the block asks again: %v", err)
 			}
 		})
+	}
+}
+
+// englishOnPageJS lists the Latin-script words a page shows outside code:
+// the text of every visible element (and its title and aria-label) but
+// code, commands (pre, kbd, the widgets' command lines and scenario keys),
+// scripts and what is hidden.
+const englishOnPageJS = `(() => {
+  const skip = "CODE,PRE,KBD,SCRIPT,STYLE,NOSCRIPT,SAMP,svg";
+  // Commands, scenario keys, and program output quoted as it is (an
+  // expectation's value, a refused variant's error).
+  const codeish = ".sim-cmd,.sim-chips,.sim-toml,.ex-cmd,[translate=no],.lang-switch,.got,.sim-refused,.sim-summary td.bad";
+  const out = [];
+  const phrases = %s;
+  const words = (s, where) => {
+    let t = (s || "").replace(/\s+/g, " ");
+    for (const p of phrases) t = t.split(p).join(" ");
+    // A word, not a unit after a number (30s, 2ms) nor a flag (-c).
+    for (const m of t.matchAll(/(?<![0-9A-Za-z_\-.\/])[µA-Za-z][A-Za-z0-9_.'’()\/+-]*/g)) out.push([m[0], where, s.trim().slice(0, 120)]);
+  };
+  const shown = (e) => e.checkVisibility ? e.checkVisibility() : !!e.offsetParent;
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest(skip) || p.closest(codeish) || !shown(p)) continue;
+    words(n.textContent, p.tagName.toLowerCase() + (p.className && typeof p.className === "string" ? "." + p.className.split(" ")[0] : ""));
+  }
+  for (const e of document.body.querySelectorAll("[title],[aria-label],[placeholder]")) {
+    if (e.closest(skip) || e.closest(codeish) || !shown(e)) continue;
+    for (const a of ["title", "aria-label", "placeholder"]) if (e.getAttribute(a)) words(e.getAttribute(a), e.tagName.toLowerCase() + "@" + a);
+  }
+  return JSON.stringify(out);
+})()`
+
+// allowedLatin says whether a Latin-script word may stand on a Korean page
+// (where: the element, and @attribute for an attribute's text):
+// a proper name or a term the glossary keeps in English, an identifier
+// (with _ . ( ) / or a digit: curl_share_init(), p50, HTTP/1.1), a unit.
+func allowedLatin(g *glossary) func(word, where string) bool {
+	ok := map[string]bool{}
+	for _, w := range g.Proper.Words {
+		ok[strings.ToLower(w)] = true
+	}
+	for _, term := range g.Term {
+		if term.Keep {
+			for _, w := range strings.Fields(term.Ko) {
+				ok[strings.ToLower(w)] = true
+			}
+		}
+	}
+	// Scenario keys and their values are what a control's tooltip and
+	// label name (code in the scenario's TOML).
+	scenario := map[string]bool{}
+	for _, p := range sim.Params() {
+		scenario[p.Key] = true
+		for _, v := range p.Enum {
+			scenario[v] = true
+		}
+	}
+	return func(w, where string) bool {
+		w = strings.TrimRight(w, ".'’-")
+		if strings.Contains(where, "@") && scenario[w] {
+			return true
+		}
+		lw := strings.ToLower(w)
+		switch {
+		case ok[lw] || ok[strings.TrimSuffix(lw, "s")] || ok[w]:
+			return true
+		case strings.ContainsAny(w, "_()/0123456789"), strings.Contains(w, ".") && !strings.HasSuffix(w, "."):
+			return true // an identifier or a version: curl_share_init(), p50, HTTP/1.1
+		case len(w) >= 2 && strings.ToUpper(w) == w:
+			return true // an acronym or a constant: CONNECT, ECDH, ID
+		case len([]rune(w)) == 1 && w != "a" && w != "I":
+			return true // a variable: N, M
+		case strings.IndexFunc(w[1:], unicode.IsUpper) >= 0:
+			return true // a name in camel case: ConnectionPool, IdleConnTimeout
+		}
+		return false
+	}
+}
+
+// Every Korean page shows no English words outside code, commands and the
+// glossary's names (site/data/glossary.toml, [proper]): its prose, its
+// blocks' titles, notes, labels and the widgets' UI, with every prediction
+// answered so the blocks show everything.
+func TestBrowserKoreanText(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	files := staticServer(t, s.public)
+	g := readGlossary(t)
+	ok := allowedLatin(g)
+	pj, _ := json.Marshal(g.Proper.Phrases)
+	phrases := string(pj)
+	all := pages(t)
+	checked := 0
+	for _, name := range sortedNames(all) {
+		if all[name]["ko"] == nil {
+			continue
+		}
+		dir := "content"
+		if strings.HasPrefix(all[name]["ko"].path, "../labs/") {
+			dir = "labs"
+		}
+		t.Run(name, func(t *testing.T) {
+			if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+pageURL(dir, name, "ko"))); err != nil {
+				t.Fatal(err)
+			}
+			n := len(all[name]["ko"].lab.Blocks)
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelectorAll("figure.sim.live").length === %d && [...document.querySelectorAll("figure.fig")].every(f => f.dataset.state === "ready")`, n),
+				chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+				t.Fatalf("the widgets did not start: %v", err)
+			}
+			chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('figure.sim[data-predict=pending] .pr-skip').forEach(b => b.click()); document.querySelectorAll("details").forEach(d => d.open = true)`))
+			raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(englishOnPageJS, phrases)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found [][3]string
+			if err := json.Unmarshal([]byte(raw), &found); err != nil {
+				t.Fatal(err)
+			}
+			checked += len(found)
+			seen := map[string]bool{}
+			for _, f := range found {
+				if ok(f[0], f[1]) || seen[f[0]+f[1]] {
+					continue
+				}
+				seen[f[0]+f[1]] = true
+				t.Errorf("%q in %s: %q", f[0], f[1], f[2])
+			}
+		})
+	}
+	if checked == 0 {
+		t.Error("no Latin-script word on any Korean page: the test reads nothing")
+	}
+}
+
+// TestAllowedLatin: the detector lets through names, identifiers and
+// scenario values in a control's tooltip, not English words.
+func TestAllowedLatin(t *testing.T) {
+	ok := allowedLatin(readGlossary(t))
+	for _, c := range []struct {
+		word, where string
+		want        bool
+	}{
+		{"nginx", "p", true}, {"TIME_WAIT", "p", true}, {"curl_share_init()", "h4", true}, {"p50", "td", true},
+		{"ConnectionPool", "span", true}, {"ECDH", "td", true}, {"keep-alive", "p", true}, {"HTTP/1.1", "span", true},
+		{"request", "label@title", true}, {"none", "div@title", true},
+		{"request", "p", false}, {"the", "p", false}, {"base", "h4", false}, {"worker", "th", false},
+		{"Run", "button", false}, {"a", "p", false}, {"connections", "span", false},
+	} {
+		if got := ok(c.word, c.where); got != c.want {
+			t.Errorf("allowed(%q in %s) = %v, want %v", c.word, c.where, got, c.want)
+		}
 	}
 }

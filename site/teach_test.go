@@ -18,6 +18,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -33,7 +34,8 @@ type glossary struct {
 		Why   string   `toml:"why"`
 	} `toml:"term"`
 	Proper struct {
-		Words []string `toml:"words"`
+		Words   []string `toml:"words"`
+		Phrases []string `toml:"phrases"`
 	} `toml:"proper"`
 }
 
@@ -676,5 +678,35 @@ func TestMisconceptions(t *testing.T) {
 	}
 	if total == 0 {
 		t.Error("no page names a misconception")
+	}
+}
+
+// The scenario keys' help in Korean (a control's tooltip on Korean pages,
+// assets/i18n/params.ko.toml): one entry per key of sim params, none for a
+// key that does not exist, in Korean.
+func TestParamsKorean(t *testing.T) {
+	src, err := os.ReadFile("assets/i18n/params.ko.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ko map[string]any
+	if err := toml.Unmarshal(src, &ko); err != nil {
+		t.Fatalf("site/assets/i18n/params.ko.toml: %v", err)
+	}
+	keys := map[string]bool{}
+	for _, p := range sim.Params() {
+		keys[p.Key] = true
+		s, _ := ko[p.Key].(string)
+		switch {
+		case s == "":
+			t.Errorf("site/assets/i18n/params.ko.toml: no Korean help for %s (%q)", p.Key, p.Help)
+		case hangulShare(s) == 0:
+			t.Errorf("site/assets/i18n/params.ko.toml: %s = %q is not in Korean", p.Key, s)
+		}
+	}
+	for k := range ko {
+		if !keys[k] {
+			t.Errorf("site/assets/i18n/params.ko.toml: %s is not a scenario key (sim params)", k)
+		}
 	}
 }

@@ -430,7 +430,7 @@ export class Widget {
           const defs = this.data.variants;
           this.setPanes(names.map((v) => {
             const def = defs.find((x) => x.name === v.name);
-            return this.fresh(v.name, v.label || def?.label || v.name, def?.settings || {});
+            return this.fresh(v.name, def?.label || v.label || v.name, def?.settings || {}); // the page's label: its language
           }));
         }
         this.setStatus(this.real ? t("w_running_real") : t("w_running"));
@@ -605,7 +605,7 @@ export class Widget {
       const shown = Math.min(d.calls.length, TABLE_ROWS);
       table.append(el("caption", "", d.label + " · " + int(shown) + (shown < d.calls.length ? " / " + int(d.calls.length) : "") + " " + t("m_calls")));
       const head = el("tr");
-      for (const h of ["#", "worker", "conn", "num_connects", "time_namelookup", "time_connect", "time_appconnect", "time_starttransfer", "time_total", ""]) head.append(el("th", "", h));
+      for (const h of ["#", t("w_col_worker"), t("w_col_conn"), "num_connects", "time_namelookup", "time_connect", "time_appconnect", "time_starttransfer", "time_total", ""]) head.append(el("th", "", h));
       table.createTHead().append(head);
       const body = table.createTBody();
       for (let i = 0; i < shown; i++) {
