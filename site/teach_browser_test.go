@@ -483,7 +483,7 @@ func TestBrowserKoreanText(t *testing.T) {
 			dir = "labs"
 		}
 		t.Run(name, func(t *testing.T) {
-			if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+pageURL(dir, name, "ko"))); err != nil {
+			if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+pageURL(dir, name, "ko")), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {
 				t.Fatal(err)
 			}
 			n := len(all[name]["ko"].lab.Blocks)
@@ -532,6 +532,105 @@ func TestAllowedLatin(t *testing.T) {
 	} {
 		if got := ok(c.word, c.where); got != c.want {
 			t.Errorf("allowed(%q in %s) = %v, want %v", c.word, c.where, got, c.want)
+		}
+	}
+}
+
+// The exercises' teaching parts, on a static host, in both languages: the
+// page's rubric matcher agrees with Go's on every case of
+// sim/lab/testdata/rubric.json; an explanation is checked against its key
+// points (which it names, marked, as Instance.Check finds them); hints
+// come one rung at a time, the button saying which; a worked example
+// waits, folded, before its question.
+func TestBrowserExerciseTeach(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	files := staticServer(t, s.public)
+	raw, err := os.ReadFile("../sim/lab/testdata/rubric.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]string{
+		"en": "nginx closes a connection after its keepalive_timeout; after 60 s it is still open, so it is reused.",
+		"ko": "nginx는 keepalive_timeout이 지나면 연결을 닫습니다. 60초 뒤에는 아직 열려 있어서 다시 씁니다.",
+	}
+	for _, lang := range []string{"en", "ko"} {
+		t.Run(lang, func(t *testing.T) {
+			openLab(t, ctx, files.URL+pageURL("labs", "php-persistent-share", lang))
+			// The twin of Go's matcher.
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(`+string(raw)+`.map(c => window.connlabRubric.mentions(window.connlabRubric.normalizeAnswer(c.answer), c.phrase) === c.want))`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(got, "false") {
+				t.Errorf("the page's rubric matcher disagrees with Go's on cases %s (true: agrees)", got)
+			}
+			// An explanation naming two of the three key points.
+			_, xs, err := lab.ReadExercises(filepath.Join(s.root, "labs", map[string]string{"en": "php-persistent-share.md", "ko": "php-persistent-share.ko.md"}[lang]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var x *lab.Exercise
+			for _, e := range xs {
+				if e.ID == "idle-pause" {
+					x = e
+				}
+			}
+			in := &lab.Instance{Kind: "explain", Rubric: x.Rubric, Pass: x.Pass}
+			v, err := in.Check(answers[lang])
+			if err != nil || !v.OK {
+				t.Fatalf("Go's verdict on the test's answer: %+v %v", v, err)
+			}
+			if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS("#exercise-idle-pause .ex-text"), answers[lang]),
+				chromedp.Click(chromedp.CSS("#exercise-idle-pause .ex-check"))); err != nil {
+				t.Fatal(err)
+			}
+			marks, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const li = [...document.querySelectorAll("#exercise-idle-pause .ex-reveal .ex-points li")];
+return li.length ? JSON.stringify({marks: li.map(l => l.dataset.found === "1"), feedback: document.querySelector("#exercise-idle-pause .ex-feedback").className}) : false; })()`, chromedp.WithPollingTimeout(10*time.Second)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := json.Marshal(struct {
+				Marks    []bool `json:"marks"`
+				Feedback string `json:"feedback"`
+			}{v.Points, "ex-feedback ex-live ok"})
+			if marks != string(want) {
+				t.Errorf("the page marks %s; Go's Instance.Check: %s", marks, want)
+			}
+			// Start again; an answer naming nothing is told so.
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#exercise-idle-pause .ex-again")),
+				chromedp.SetValue(chromedp.CSS("#exercise-idle-pause .ex-text"), "?"),
+				chromedp.Click(chromedp.CSS("#exercise-idle-pause .ex-check"))); err != nil {
+				t.Fatal(err)
+			}
+			bad, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#exercise-idle-pause .ex-feedback").className + " " + document.querySelectorAll("#exercise-idle-pause .ex-reveal .ex-points li.missing").length`))
+			if bad != "ex-feedback ex-live bad 3" {
+				t.Errorf("an explanation naming no key point: %q", bad)
+			}
+			// The hint ladder of warm-call (two hints).
+			ladder, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const b = document.querySelector("#exercise-warm-call .ex-hint"); const out = [b.textContent];
+b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-warm-call .ex-hint-list li").length);
+b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-warm-call .ex-hint-list li").length, b.disabled); return JSON.stringify(out); })()`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantLadder := map[string]string{"en": `["Hint 1 of 2","Hint 2 of 2",1,"Hint 2 of 2",2,true]`, "ko": `["힌트 1/2","힌트 2/2",1,"힌트 2/2",2,true]`}[lang]
+			if ladder != wantLadder {
+				t.Errorf("the hint ladder: %s, want %s", ladder, wantLadder)
+			}
+		})
+	}
+	// The worked example, folded before its question.
+	for _, lang := range []string{"en", "ko"} {
+		doc := s.html(t, pageURL("labs", "port-exhaustion", lang))
+		found := false
+		for _, sec := range hFind(doc, "section", "exercise") {
+			if hAttr(sec, "data-exercise") == "first-error" && len(hFind(sec, "details", "ex-worked")) == 1 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s port-exhaustion: the first-error exercise shows no worked example", lang)
 		}
 	}
 }

@@ -120,8 +120,10 @@ func isASCIIAlnum(r rune) bool {
 
 // mentions reports whether the normalized text names the phrase: found
 // where a word may start (not inside an ASCII word or number: "60" is not
-// in "600", "tcp" is not in "httpcp") and, for a phrase ending in a digit,
-// not followed by one. Korean particles may follow a phrase (타임아웃이).
+// in "600", "tcp" is not in "httpcp") and ending where the phrase does for
+// a number ("60" is not "600") or a short word ("fin" is not in "final"),
+// while a longer word may take an ending ("timeout" names "timeouts").
+// Korean particles may follow a phrase (타임아웃이).
 func mentions(text, phrase string) bool {
 	p := normalizeAnswer(phrase)
 	if p == "" {
@@ -129,6 +131,10 @@ func mentions(text, phrase string) bool {
 	}
 	first, _ := utf8.DecodeRuneInString(p)
 	last, _ := utf8.DecodeLastRuneInString(p)
+	tail := 0 // ASCII letters the phrase ends with
+	for i := len(p) - 1; i >= 0 && p[i] < utf8.RuneSelf && unicode.IsLetter(rune(p[i])); i-- {
+		tail++
+	}
 	for i := 0; i <= len(text)-len(p); {
 		j := strings.Index(text[i:], p)
 		if j < 0 {
@@ -138,7 +144,8 @@ func mentions(text, phrase string) bool {
 		before, _ := utf8.DecodeLastRuneInString(text[:at])
 		after, _ := utf8.DecodeRuneInString(text[at+len(p):])
 		okStart := at == 0 || !isASCIIAlnum(first) || !isASCIIAlnum(before)
-		okEnd := !unicode.IsDigit(last) || at+len(p) == len(text) || !unicode.IsDigit(after)
+		okEnd := at+len(p) == len(text) ||
+			(!unicode.IsDigit(last) || !unicode.IsDigit(after)) && (tail == 0 || tail > 3 || !isASCIIAlnum(after))
 		if okStart && okEnd {
 			return true
 		}
