@@ -634,3 +634,56 @@ b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-warm-cal
 		}
 	}
 }
+
+// Every lab and content page but the home page, built, in both languages,
+// opens with its intro: how long it takes (the front matter's minutes),
+// what the reader will learn and what to know first, with links to pages
+// that exist, in the page's language.
+func TestPageIntroBuilt(t *testing.T) {
+	s := site(t)
+	all := pages(t)
+	heads := map[string][2]string{"en": {"What you will learn", "Before you start"}, "ko": {"이 페이지에서 배울 것", "시작하기 전에"}}
+	for _, name := range introPages(all) {
+		for _, lang := range []string{"en", "ko"} {
+			p := all[name][lang]
+			if p == nil {
+				continue
+			}
+			dir := "content"
+			if strings.HasPrefix(p.path, "../labs/") {
+				dir = "labs"
+			}
+			url := pageURL(dir, name, lang)
+			doc := s.html(t, url)
+			intro := hFind(doc, "section", "page-intro")
+			if len(intro) != 1 {
+				t.Errorf("%s: %d intros, want 1", url, len(intro))
+				continue
+			}
+			in, _ := readIntro(p)
+			times := hFind(intro[0], "p", "intro-time")
+			if len(times) != 1 || hAttr(times[0], "data-minutes") != fmt.Sprint(in.minutes) || !strings.Contains(hText(times[0]), fmt.Sprint(in.minutes)) {
+				t.Errorf("%s: the time shown is not the front matter's %d minutes", url, in.minutes)
+			}
+			var hs []string
+			for _, h := range hFind(intro[0], "h2", "intro-h") {
+				hs = append(hs, hText(h))
+			}
+			if len(hs) < 2 || hs[0] != heads[lang][0] || hs[1] != heads[lang][1] {
+				t.Errorf("%s: intro headings %q, want %q", url, hs, heads[lang])
+			}
+			if n := len(hFind(hFind(intro[0], "div", "intro-learn")[0], "li", "")); n != len(in.objectives) {
+				t.Errorf("%s: %d objectives shown, the front matter has %d", url, n, len(in.objectives))
+			}
+			for _, a := range hFind(intro[0], "a", "") {
+				href := hAttr(a, "href")
+				if lang == "ko" && !strings.HasPrefix(href, "/ko/") {
+					t.Errorf("%s: prerequisite link %s leaves the Korean site", url, href)
+				}
+				if _, err := os.Stat(filepath.Join(s.public, href, "index.html")); err != nil {
+					t.Errorf("%s: prerequisite link %s: %v", url, href, err)
+				}
+			}
+		}
+	}
+}
