@@ -267,6 +267,9 @@ func streamRun(ctx context.Context, base string, p sitePage, f *fakeStream) (*st
 new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longest = Math.max(window.__longest, e.duration); }).observe({type: "longtask"});`)); err != nil {
 		return nil, err
 	}
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector("#%s[data-predict=pending] .pr-skip")?.click()`, id))); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#"+id+" .sim-run"))); err != nil {
 		return nil, err

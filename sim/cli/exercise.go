@@ -197,6 +197,7 @@ type uiText struct {
 	help, skipped, stopped, bad               string
 	keyTitle, keyAnswer, keyScenario, keyRun  string
 	keyChoices, keyCorrect                    string
+	keyPoints, worked                         string
 }
 
 var texts = map[string]uiText{
@@ -212,6 +213,8 @@ var texts = map[string]uiText{
 		skipped: "  skipped", stopped: "\n(stopped: no more input)", bad: "  %v",
 		keyTitle: "Key: %s (%s), seed %d", keyAnswer: "answer", keyScenario: "scenario", keyRun: "run",
 		keyChoices: "choices", keyCorrect: "← right",
+		keyPoints: "  Key points: your explanation names %d of %d (%d needed).",
+		worked:    "Worked example, before the next question: %s",
 	},
 	"ko": {
 		intro:   "%s — 연습 문제 %d개 (시드 %d). 힌트는 ?, 정답은 show, 넘어가려면 skip.",
@@ -225,6 +228,8 @@ var texts = map[string]uiText{
 		skipped: "  건너뜀", stopped: "\n(입력이 끝나 멈춤)", bad: "  %v",
 		keyTitle: "정답표: %s (%s), 시드 %d", keyAnswer: "정답", keyScenario: "시나리오", keyRun: "실행",
 		keyChoices: "보기", keyCorrect: "← 정답",
+		keyPoints: "  요점: 설명이 %[2]d개 중 %[1]d개를 짚었습니다 (%[3]d개 필요).",
+		worked:    "다음 문제 전에 풀어 본 예: %s",
 	},
 }
 
@@ -294,6 +299,9 @@ func (q *quiz) ask(i, n int, in *lab.Instance) bool {
 	title := in.Title
 	if title != "" {
 		title = " " + title
+	}
+	if in.Worked != "" {
+		fmt.Fprintf(w, "\n"+q.t.worked+"\n", in.Worked)
 	}
 	fmt.Fprintf(w, "\n[%d/%d]%s (%s, %s)\n%s\n", i+1, n, title, in.ID, kind, in.Question)
 	for j, c := range in.Choices {
@@ -366,6 +374,7 @@ func (q *quiz) ask(i, n int, in *lab.Instance) bool {
 			continue
 		}
 		if in.Kind == "explain" {
+			q.points(in, v)
 			q.reveal(in, true)
 			return true
 		}
@@ -387,6 +396,27 @@ func (q *quiz) ask(i, n int, in *lab.Instance) bool {
 		}
 		fmt.Fprintf(w, t.wrong+"\n", how)
 		showHint()
+	}
+}
+
+// points shows which of the rubric's key points an explanation named.
+func (q *quiz) points(in *lab.Instance, v lab.Verdict) {
+	if len(v.Points) == 0 {
+		return
+	}
+	named := 0
+	for _, ok := range v.Points {
+		if ok {
+			named++
+		}
+	}
+	fmt.Fprintf(q.env.Stdout, q.t.keyPoints+"\n", named, len(v.Points), in.Pass)
+	for i, p := range in.Rubric {
+		mark := "✗"
+		if v.Points[i] {
+			mark = "✓"
+		}
+		fmt.Fprintf(q.env.Stdout, "    %s %s\n", mark, p.Point)
 	}
 }
 

@@ -27,7 +27,8 @@ func runSimIn(t *testing.T, stdin string, args ...string) (stdout, stderr string
 // a wrong choice gets a hint, and the explanation follows each answer.
 func TestExerciseInteractive(t *testing.T) {
 	// warm-call: 22 ms ±10 %; cold-call: skipped; worker-connects: 4;
-	// cookie-error and cli-script: choice 1; idle-pause: any text.
+	// cookie-error and cli-script: choice 1; idle-pause: words that name
+	// none of its rubric's key points.
 	out, errs, code := runSimIn(t, "10\n\n?\n90\n22\nskip\n4\n3\n1\n1\nmy own words\n", "exercise", phpLab)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -49,6 +50,8 @@ func TestExerciseInteractive(t *testing.T) {
 		"  1) A `ValueError`",
 		"✗ Not quite.\n  hint: One visitor's session cookie",
 		"✓ Right: 1) A `ValueError`",
+		"Key points: your explanation names 0 of 3 (2 needed).",
+		"    ✗ The server closes a connection left idle",
 		"A model answer: The API server (nginx) closes",
 		"4 of 5 right (2 on the first try).",
 	} {

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -31,7 +30,8 @@ type Block struct {
 	// Script is the program a real run of the block runs where its setup
 	// runs the lab's own code (setup = "php": a PHP script in the folder
 	// named after the lab); a variant's own script = "..." overrides it.
-	Script string
+	Script  string
+	Predict *Predict // the question the page asks before it shows the results (predict.go)
 }
 
 // A Setting is one scenario key set in a block, a variant or on the command
@@ -51,11 +51,21 @@ type Variant struct {
 	Script   string // see Block.Script; "" takes the block's
 }
 
-// nameRE is the form of block, variant and check names.
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+// isName reports whether s has the form of a block, variant or check
+// name: ^[a-z][a-z0-9_-]*$ (without regexp, which the page's model leaves
+// out).
+func isName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || i > 0 && ('0' <= c && c <= '9' || c == '_' || c == '-')) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // blockKeys are the keys a block may hold besides scenario keys.
-var blockKeys = map[string]bool{"title": true, "note": true, "expect": true, "real_expect": true, "script": true, "variant": true}
+var blockKeys = map[string]bool{"title": true, "note": true, "expect": true, "real_expect": true, "script": true, "variant": true, "predict": true}
 
 // bindExpects resolves the names in every expectation of the lab's blocks.
 func bindExpects(blocks []*Block) error {
@@ -68,6 +78,11 @@ func bindExpects(blocks []*Block) error {
 					key = "real_expect"
 				}
 				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: fmt.Sprintf("%s %q: %v", key, x.Text, err)}
+			}
+		}
+		if p := b.Predict; p != nil {
+			if err := p.bind(b, lab); err != nil {
+				return &Error{File: b.File, Line: p.Line, Block: b.ID, Msg: fmt.Sprintf("predict: metric %q: %v", p.Metric, err)}
 			}
 		}
 	}

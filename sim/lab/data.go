@@ -36,6 +36,7 @@ type BlockData struct {
 	Controls  []Control     `json:"controls"`
 	Fixed     []Setting     `json:"fixed"`
 	PortCount int           `json:"port_count"`
+	Predict   *Predict      `json:"predict,omitempty"` // the question asked before the results
 }
 
 // VariantData is one variant of a block. Label is as written ("" when the
@@ -62,27 +63,30 @@ type Control struct {
 
 // ExerciseData is an ```exercise block as read.
 type ExerciseData struct {
-	ID           string       `json:"id"`
-	Kind         string       `json:"kind"`
-	Line         int          `json:"line"`
-	FenceLine    int          `json:"fence_line"`
-	Title        string       `json:"title,omitempty"`
-	Question     string       `json:"question"`
-	Unit         string       `json:"unit,omitempty"`
-	Hints        []string     `json:"hints"`
-	Explain      string       `json:"explain,omitempty"`
-	Choices      []string     `json:"choices,omitempty"`
-	Correct      int          `json:"correct,omitempty"`
-	ModelAnswer  string       `json:"model_answer,omitempty"`
-	Block        string       `json:"block,omitempty"`
-	Variant      string       `json:"variant,omitempty"`
-	Set          []Setting    `json:"set"`
-	Metric       string       `json:"metric,omitempty"`
-	Call         int          `json:"call,omitempty"`
-	Tolerance    float64      `json:"tolerance,omitempty"`
-	TolerancePct bool         `json:"tolerance_pct,omitempty"`
-	Vary         []Vary       `json:"vary"`
-	Expect       []ExpectData `json:"expect"`
+	ID           string        `json:"id"`
+	Kind         string        `json:"kind"`
+	Line         int           `json:"line"`
+	FenceLine    int           `json:"fence_line"`
+	Title        string        `json:"title,omitempty"`
+	Question     string        `json:"question"`
+	Unit         string        `json:"unit,omitempty"`
+	Hints        []string      `json:"hints"`
+	Explain      string        `json:"explain,omitempty"`
+	Choices      []string      `json:"choices,omitempty"`
+	Correct      int           `json:"correct,omitempty"`
+	ModelAnswer  string        `json:"model_answer,omitempty"`
+	Block        string        `json:"block,omitempty"`
+	Variant      string        `json:"variant,omitempty"`
+	Set          []Setting     `json:"set"`
+	Metric       string        `json:"metric,omitempty"`
+	Call         int           `json:"call,omitempty"`
+	Tolerance    float64       `json:"tolerance,omitempty"`
+	TolerancePct bool          `json:"tolerance_pct,omitempty"`
+	Vary         []Vary        `json:"vary"`
+	Expect       []ExpectData  `json:"expect"`
+	Rubric       []RubricPoint `json:"rubric,omitempty"` // explain: the key points
+	Pass         int           `json:"pass,omitempty"`
+	Worked       string        `json:"worked,omitempty"`
 }
 
 // Data returns the lab as read, with its exercises (which it reads now, if
@@ -113,6 +117,7 @@ func (b *Block) Data() BlockData {
 		d.Expect = append(d.Expect, ExpectData{Text: x.Text, Line: x.Line})
 	}
 	d.Controls, d.Fixed = b.Controls()
+	d.Predict = b.Predict
 	base := sim.Default()
 	for _, name := range b.Tiers {
 		_ = base.AddTier(name) // checked when read
@@ -167,7 +172,7 @@ func (x *Exercise) Data() ExerciseData {
 		Question: x.Question, Unit: x.Unit, Hints: nonNil(x.Hints), Explain: x.Explain, Choices: x.Choices,
 		Correct: x.Correct, ModelAnswer: x.ModelAnswer, Block: x.Block, Variant: x.Variant, Set: nonNil(x.Set),
 		Metric: x.Metric, Call: x.Call, Tolerance: x.Tolerance, TolerancePct: x.TolerancePct,
-		Vary: nonNil(x.Vary), Expect: []ExpectData{}}
+		Vary: nonNil(x.Vary), Expect: []ExpectData{}, Rubric: x.Rubric, Pass: x.Pass, Worked: x.Worked}
 	for _, e := range x.Expects {
 		d.Expect = append(d.Expect, ExpectData{Text: e.Text, Line: e.Line})
 	}
@@ -221,6 +226,16 @@ func FromData(d *Data) (*Lab, error) {
 			x.Line = ed.Line
 			b.Expects = append(b.Expects, x)
 		}
+		if pd := bd.Predict; pd != nil {
+			p := *pd
+			if p.Kind != "number" && (p.Kind != "choice" || len(p.Choices) < 2 || len(p.Values) != len(p.Choices)) {
+				return nil, fail(p.Line, "predict: a number, or 2 or more choices with as many values")
+			}
+			if p.expr, err = parseSide(p.Metric); err != nil {
+				return nil, fail(p.Line, "predict: metric %q: %v", p.Metric, err)
+			}
+			b.Predict = &p
+		}
 		l.Blocks = append(l.Blocks, b)
 	}
 	if err := bindExpects(l.Blocks); err != nil {
@@ -241,7 +256,7 @@ func exerciseFromData(file string, d ExerciseData, lab *names) (*Exercise, error
 	x := &Exercise{ID: d.ID, Kind: d.Kind, File: file, Line: d.Line, FenceLine: d.FenceLine, Title: d.Title,
 		Question: d.Question, Unit: d.Unit, Hints: d.Hints, Explain: d.Explain, Choices: d.Choices,
 		Correct: d.Correct, ModelAnswer: d.ModelAnswer, Block: d.Block, Variant: d.Variant, Metric: d.Metric,
-		Call: d.Call, Tolerance: d.Tolerance, TolerancePct: d.TolerancePct}
+		Call: d.Call, Tolerance: d.Tolerance, TolerancePct: d.TolerancePct, Rubric: d.Rubric, Pass: d.Pass, Worked: d.Worked}
 	fail := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf("exercise %q: ", d.ID) + fmt.Sprintf(format, args...)}
 	}
@@ -250,6 +265,9 @@ func exerciseFromData(file string, d ExerciseData, lab *names) (*Exercise, error
 	}
 	if x.Kind == "choice" && (x.Correct < 1 || x.Correct > len(x.Choices)) {
 		return nil, fail(d.FenceLine, "correct: want 1 to %d, got %d", len(x.Choices), x.Correct)
+	}
+	if len(x.Rubric) > 0 && (x.Pass < 1 || x.Pass > len(x.Rubric)) {
+		return nil, fail(d.FenceLine, "pass: want 1 to %d, got %d", len(x.Rubric), x.Pass)
 	}
 	var err error
 	if x.Set, err = dataSettings(d.Set); err != nil {

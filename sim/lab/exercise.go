@@ -35,7 +35,8 @@ import (
 //     end (the order of num_connects): total_ms, connect_ms, num_connects, …
 //   - choice: choices (2 to 8) and correct (1-based). block and variant are
 //     optional: the run the reveal shows.
-//   - explain: model_answer, shown after the student has written theirs.
+//   - explain: model_answer, shown after the student has written theirs,
+//     and rubric: the key points the answer must name (exercise_rubric.go).
 //
 // Placeholders {key} in question, hints and explain are replaced by the
 // scenario's values ({rtt} → "20ms"); {answer} in explain by the answer.
@@ -58,6 +59,9 @@ type Exercise struct {
 	Choices     []string
 	Correct     int // choice: 1-based
 	ModelAnswer string
+	Rubric      []RubricPoint // explain: the key points an answer names (exercise_rubric.go)
+	Pass        int           // how many of them it must name
+	Worked      string        // a worked example, shown folded before the question
 
 	Block   string // id of a ```sim block of the same lab ("" for none)
 	Variant string

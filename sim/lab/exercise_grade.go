@@ -93,11 +93,15 @@ type Verdict struct {
 	Direction string  `json:"direction,omitempty"`
 	Value     float64 `json:"value,omitempty"`
 	Choice    int     `json:"choice,omitempty"`
+	// Points says, for an explanation with a rubric, which key points it
+	// names (OK: at least the rubric's pass of them).
+	Points []bool `json:"points,omitempty"`
 }
 
 // Check judges one answer as a student typed it: a number (units and
 // thousands separators allowed) within the tolerance, or the number of a
-// choice as shown. An explain exercise accepts any non-empty text. An
+// choice as shown. An explanation is right when it names enough of the
+// rubric's key points (any non-empty text without a rubric). An
 // error means the input is not an answer at all (and says what is wanted).
 func (in *Instance) Check(input string) (Verdict, error) {
 	input = strings.TrimSpace(input)
@@ -130,7 +134,18 @@ func (in *Instance) Check(input string) (Verdict, error) {
 		if input == "" {
 			return Verdict{}, fmt.Errorf("write your explanation first")
 		}
-		return Verdict{OK: true}, nil
+		if len(in.Rubric) == 0 {
+			return Verdict{OK: true}, nil
+		}
+		v := Verdict{Points: GradeRubric(input, in.Rubric)}
+		n := 0
+		for _, ok := range v.Points {
+			if ok {
+				n++
+			}
+		}
+		v.OK = n >= in.Pass
+		return v, nil
 	}
 }
 

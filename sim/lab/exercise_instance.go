@@ -168,6 +168,9 @@ type Instance struct {
 	AnswerShort   string            `json:"answer_short,omitempty"` // a number as {answer} shows it: 22
 	Hints         []string          `json:"hints"`
 	Explain       string            `json:"explain,omitempty"`
+	Rubric        []RubricPoint     `json:"rubric,omitempty"` // explain: the key points, shown after
+	Pass          int               `json:"pass,omitempty"`   // how many the answer must name
+	Worked        string            `json:"worked,omitempty"` // a worked example, before the question
 	Values        map[string]string `json:"values,omitempty"` // the placeholders' values
 	Scenario      *ScenarioRef      `json:"scenario"`
 	Seed          uint64            `json:"seed"`
@@ -360,6 +363,10 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 	}
 	in.Title = fill(x.Title, "")
 	in.Question = fill(x.Question, "")
+	in.Worked = fill(x.Worked, "")
+	if len(x.Rubric) > 0 {
+		in.Rubric, in.Pass = x.Rubric, x.Pass
+	}
 	for _, h := range x.Hints {
 		in.Hints = append(in.Hints, fill(h, ""))
 	}

@@ -81,6 +81,13 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 					b.RealExpects = append(b.RealExpects, x)
 				}
 			}
+		case "predict":
+			p, rel, err := parsePredict(v, lines)
+			if err != nil {
+				return nil, fail(rel, "%v", err)
+			}
+			p.Line = line + p.Line - 1
+			b.Predict = p
 		case "tier":
 			names, settings, rel, err := parseTiers(v, lines, line)
 			if err != nil {
@@ -135,7 +142,7 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 						vr.Settings = append(vr.Settings, st)
 					}
 				}
-				if !nameRE.MatchString(vr.Name) {
+				if !isName(vr.Name) {
 					return nil, fail(lines[prefix], "variant %d needs a name of lower-case letters, digits, - and _ (name = \"persistent\")", i+1)
 				}
 				if seen[vr.Name] {

@@ -20,7 +20,7 @@ import (
 
 // exerciseKeys are the keys an exercise block may hold.
 var exerciseKeys = []string{"kind", "title", "question", "unit", "hints", "explain", "choices", "correct",
-	"model_answer", "block", "variant", "set", "metric", "call", "tolerance", "vary", "expect"}
+	"model_answer", "block", "variant", "set", "metric", "call", "tolerance", "vary", "expect", "rubric", "pass", "worked"}
 
 // ReadExercises reads the lab at path and its exercises.
 func ReadExercises(path string) (*Lab, []*Exercise, error) {
@@ -57,7 +57,7 @@ func (l *Lab) readExercises() ([]*Exercise, error) {
 		if id == "" {
 			return nil, &Error{File: l.File, Line: fenceLine, Msg: "an ```exercise block needs an id: ```exercise {id=\"name\"}"}
 		}
-		if !nameRE.MatchString(id) {
+		if !isName(id) {
 			return nil, &Error{File: l.File, Line: fenceLine, Msg: fmt.Sprintf("exercise id %q: use lower-case letters, digits, - and _", id)}
 		}
 		if prev, dup := seen[id]; dup {
@@ -86,7 +86,7 @@ func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte, lab *nam
 	x.lines = keyLines(src)
 	r := &exerciseReader{l: l, x: x, doc: doc, names: lab}
 	// In this order: an error names the first problem as a reader meets it.
-	for _, step := range []func() error{r.keys, r.texts, r.kindKeys, r.block, r.set, r.vary, r.call, r.number, r.scenarios, r.placeholders, r.expects} {
+	for _, step := range []func() error{r.keys, r.texts, r.rubric, r.kindKeys, r.block, r.set, r.vary, r.call, r.number, r.scenarios, r.placeholders, r.expects} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func (r *exerciseReader) texts() error {
 // kindKeys refuses keys of another kind, and reads a choice's answer.
 func (r *exerciseReader) kindKeys() error {
 	x, doc := r.x, r.doc
-	only := map[string]string{"choices": "choice", "correct": "choice", "model_answer": "explain",
+	only := map[string]string{"choices": "choice", "correct": "choice", "model_answer": "explain", "rubric": "explain", "pass": "explain",
 		"metric": "number", "call": "number", "tolerance": "number", "unit": "number"}
 	for k, kind := range only {
 		if _, ok := doc[k]; ok && x.Kind != kind {
@@ -645,4 +645,65 @@ func (x *Exercise) checkPlaceholders(text string, answerOK bool) error {
 		return tok
 	})
 	return err
+}
+
+// rubric reads rubric, pass and worked.
+func (r *exerciseReader) rubric() error {
+	x := r.x
+	var err error
+	if x.Worked, err = r.str("worked", false); err != nil {
+		return err
+	}
+	v, ok := r.doc["rubric"]
+	if !ok {
+		if _, has := r.doc["pass"]; has {
+			return r.fail("pass", "pass needs a rubric")
+		}
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 || len(list) > maxRubricPoints {
+		return r.fail("rubric", `rubric: want 1 to %d key points, e.g. rubric = [{ point = "…", any = ["word", "synonym"] }]`, maxRubricPoints)
+	}
+	for i, e := range list {
+		key := fmt.Sprintf("rubric[%d]", i)
+		if x.lines[key] == 0 {
+			key = "rubric"
+		}
+		m, ok := e.(map[string]any)
+		if !ok {
+			return r.fail(key, `rubric[%d]: want { point = "…", any = ["…"] }`, i)
+		}
+		for k := range m {
+			if k != "point" && k != "any" {
+				return r.fail(key, "rubric[%d]: unknown key %q (point, any)", i, k)
+			}
+		}
+		p := RubricPoint{}
+		p.Point, _ = m["point"].(string)
+		if strings.TrimSpace(p.Point) == "" || len(p.Point) > MaxExerciseText {
+			return r.fail(key, "rubric[%d]: point: say the key point in a sentence", i)
+		}
+		words, _ := m["any"].([]any)
+		if len(words) == 0 || len(words) > maxSynonyms {
+			return r.fail(key, "rubric[%d]: any: want 1 to %d words or phrases that name the point", i, maxSynonyms)
+		}
+		for j, w := range words {
+			s, ok := w.(string)
+			if !ok || strings.TrimSpace(normalizeAnswer(s)) == "" || len(s) > 200 {
+				return r.fail(key, "rubric[%d]: any[%d]: want a word or phrase", i, j)
+			}
+			p.Any = append(p.Any, s)
+		}
+		x.Rubric = append(x.Rubric, p)
+	}
+	x.Pass = len(x.Rubric)
+	if pv, ok := r.doc["pass"]; ok {
+		n, ok := toInt(pv)
+		if !ok || n < 1 || n > len(x.Rubric) {
+			return r.fail("pass", "pass: want how many key points an answer must name, 1 to %d", len(x.Rubric))
+		}
+		x.Pass = n
+	}
+	return nil
 }

@@ -1,3 +1,5 @@
+//go:build !nolabparse
+
 package lab
 
 import (

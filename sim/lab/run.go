@@ -45,6 +45,9 @@ type BlockResult struct {
 	Title    string           `json:"title,omitempty"`
 	Variants []*VariantResult `json:"variants"`
 	Checks   []Check          `json:"checks"`
+	// Predict is the model's answer to the block's [predict] question
+	// (none when the block asks none, or its metric has no value).
+	Predict *PredictAnswer `json:"predict,omitempty"`
 }
 
 // OK reports whether every expectation held.
@@ -285,6 +288,9 @@ func (l *Lab) Run(ctx context.Context, ids []string, opt RunOptions) ([]*BlockRe
 		}
 		r := results[b.ID]
 		r.Checks = b.check(m)
+		if b.Predict != nil {
+			r.Predict, _ = b.Predict.Answer(m) // a variant that was refused has no value: no answer
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -341,7 +347,7 @@ func knownMetric(path []string) bool {
 
 // realMetric: check.ID or runtime.KEY, which only a real run has.
 func realMetric(path []string) bool {
-	return len(path) == 2 && (path[0] == "check" || path[0] == "runtime") && nameRE.MatchString(path[1])
+	return len(path) == 2 && (path[0] == "check" || path[0] == "runtime") && isName(path[1])
 }
 
 // CheckReal evaluates b's real_expect statements against a real run's

@@ -43,7 +43,12 @@ interface Instance {
   explain?: string;
   scenario?: Scenario | null;
   seed?: number;
+  rubric?: RubricPoint[]; // explain: the key points, shown after
+  pass?: number; // how many of them an answer must name
+  worked?: string; // a worked example before the question
 }
+
+interface RubricPoint { point: string; any: string[] }
 
 interface PageData extends Instance {
   lab: string;
@@ -78,6 +83,53 @@ function rich(parent: HTMLElement, s: string): HTMLElement {
     .split("`")
     .forEach((part, i) => parent.append(i % 2 ? el("code", "", part) : document.createTextNode(part)));
   return parent;
+}
+
+// ---------------------------------------------------------------------------
+// Key points of an explanation: sim/lab/exercise_rubric.go in the page (the
+// browser test holds it to Go's cases, sim/lab/testdata/rubric.json).
+
+// normalizeAnswer lower-cases s and folds the punctuation between words
+// into single spaces; letters, digits and _ . - : % stay.
+export function normalizeAnswer(s: string): string {
+  let out = "";
+  let space = true;
+  for (const ch of s.toLowerCase()) {
+    if (/[\p{L}\p{N}_.\-:%]/u.test(ch)) {
+      out += ch;
+      space = false;
+    } else if (!space) {
+      out += " ";
+      space = true;
+    }
+  }
+  return out.trim();
+}
+
+const asciiAlnum = (c: string) => /^[A-Za-z0-9]$/.test(c);
+
+// mentions reports whether the normalized text names the phrase: at a word
+// start for an ASCII word or number, ending where the phrase does for a
+// number or a word of up to three letters (Go's mentions, the same rules).
+export function mentions(text: string, phrase: string): boolean {
+  const p = normalizeAnswer(phrase);
+  if (!p) return false;
+  const chars = [...p];
+  const first = chars[0], last = chars[chars.length - 1];
+  const tail = (/[A-Za-z]*$/.exec(p) || [""])[0].length;
+  for (let at = text.indexOf(p); at >= 0; at = text.indexOf(p, at + 1)) {
+    const before = at > 0 ? [...text.slice(0, at)].pop() || "" : "";
+    const after = [...text.slice(at + p.length)][0] || "";
+    const okStart = at === 0 || !asciiAlnum(first) || !asciiAlnum(before);
+    const okEnd = after === "" || ((!/[0-9]/.test(last) || !/[0-9]/.test(after)) && (tail === 0 || tail > 3 || !asciiAlnum(after)));
+    if (okStart && okEnd) return true;
+  }
+  return false;
+}
+
+export function gradeRubric(answer: string, rubric: RubricPoint[]): boolean[] {
+  const text = normalizeAnswer(answer);
+  return rubric.map((p) => p.any.some((w) => mentions(text, w)));
 }
 
 // ---------------------------------------------------------------------------
@@ -123,6 +175,7 @@ class Exercise {
   hidden = false; // class mode: the answer comes with the teacher's reveal
   classSend: ((x: Exercise, value: string) => void) | null = null;
   private hintsShown = 0;
+  private points: boolean[] | null = null; // an explanation's key points, once checked
   private progress: Progress;
   private readonly key: string;
   private readonly q: HTMLElement;
@@ -164,6 +217,13 @@ class Exercise {
       });
     }
     this.input?.addEventListener("input", () => this.input?.removeAttribute("aria-invalid"));
+    this.hintLabel();
+  }
+
+  // hintLabel says which rung of the hint ladder the button gives next.
+  private hintLabel(): void {
+    const m = (this.inst.hints || []).length;
+    if (this.hintBtn && m > 0) this.hintBtn.textContent = t("hint_n", { n: Math.min(this.hintsShown + 1, m), m });
   }
 
   // use shows an instance (the page's own, or a seed's from the server).
@@ -198,6 +258,7 @@ class Exercise {
       });
     }
     this.root.querySelector(".ex-keybox")?.replaceChildren(...this.answerNodes(false));
+    this.hintLabel();
     if (!this.reveal.hidden) this.reveal.replaceChildren(...this.answerNodes(true));
   }
 
@@ -229,6 +290,8 @@ class Exercise {
 
   private clearUI(): void {
     this.hintsShown = 0;
+    this.points = null;
+    delete this.root.dataset.hints;
     this.hintList.replaceChildren();
     this.reveal.hidden = true;
     this.reveal.replaceChildren();
@@ -236,6 +299,7 @@ class Exercise {
     this.root.classList.remove("ex-done");
     this.setLocked(false);
     if (this.hintBtn) this.hintBtn.disabled = false;
+    this.hintLabel();
     for (const li of this.root.querySelectorAll(".ex-choices li")) li.classList.remove("ex-is-right", "ex-is-wrong");
   }
 
@@ -267,9 +331,16 @@ class Exercise {
         this.classSend(this, raw);
         return;
       }
-      this.progress.state = "shown";
+      const rubric = this.inst.rubric || [];
+      let ok = true;
+      this.points = null;
+      if (rubric.length) {
+        this.points = gradeRubric(raw, rubric);
+        ok = this.points.filter(Boolean).length >= (this.inst.pass || rubric.length);
+      }
+      this.progress.state = ok ? "right" : "shown";
       this.save();
-      this.showAnswer(true, true);
+      this.showAnswer(ok && rubric.length > 0, true);
       return;
     }
     if (this.kind === "number" && parseNumber(raw, this.inst.unit || "") === null) {
@@ -310,11 +381,14 @@ class Exercise {
     this.nextHint();
   }
 
+  // nextHint shows the next rung of the hint ladder, one at a time.
   private nextHint(): void {
     const hs = this.inst.hints || [];
     if (this.hintsShown >= hs.length) return;
     this.hintList.append(rich(el("li"), hs[this.hintsShown]));
     this.hintsShown++;
+    this.root.dataset.hints = String(this.hintsShown);
+    this.hintLabel();
     if (this.hintBtn && this.hintsShown >= hs.length) this.hintBtn.disabled = true;
   }
 
@@ -349,6 +423,26 @@ class Exercise {
       p.append(el("strong", "", t("why") + ": "), rich(el("span"), inst.explain));
       out.push(p);
     }
+    // The key points an explanation is checked against, marked once checked.
+    const rubric = inst.rubric || [];
+    if (this.kind === "explain" && rubric.length && !this.hidden) {
+      const pts = this.points;
+      const head = el("p", "ex-points-title");
+      head.append(el("strong", "", t("key_points") + ": "));
+      if (pts) head.append(t("points_named", { n: pts.filter(Boolean).length, m: rubric.length, k: inst.pass || rubric.length }));
+      const ul = el("ul", "ex-points");
+      rubric.forEach((r, i) => {
+        const li = rich(el("li"), r.point);
+        if (pts) {
+          li.classList.add(pts[i] ? "found" : "missing");
+          li.dataset.found = pts[i] ? "1" : "0";
+          li.prepend(el("span", "mark", pts[i] ? "✓ " : "✗ "));
+          li.title = pts[i] ? t("point_found") : t("point_missing");
+        }
+        ul.append(li);
+      });
+      out.push(head, ul);
+    }
     const sc = inst.scenario;
     if (sc && sc.block) {
       if (withRun && document.getElementById("sim-" + sc.block)) {
@@ -376,7 +470,7 @@ class Exercise {
       this.root.querySelectorAll(".ex-choices li")[this.inst.correct - 1]?.classList.add("ex-is-right");
     }
     if (note) this.say(note, right ? "ok" : "info");
-    else if (this.kind !== "explain") this.say(right ? t("right") : "", right ? "ok" : "");
+    else if (this.kind !== "explain" || this.points) this.say(right ? t("right") : this.points ? t("points_short") : "", right ? "ok" : this.points ? "bad" : "");
     else this.say("", "");
     this.reveal.replaceChildren(...this.answerNodes(true));
     const again = el("button", "ex-again", t("reset"));
@@ -725,6 +819,7 @@ function start(): void {
   const page = new Page();
   page.start();
   (window as unknown as { connlabExercises: Page }).connlabExercises = page;
+  (window as unknown as { connlabRubric: unknown }).connlabRubric = { normalizeAnswer, mentions, gradeRubric };
 }
 
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -129,6 +129,9 @@ export interface Instance {
   answer_short?: string;
   hints: string[];
   explain?: string;
+  rubric?: RubricPoint[];
+  pass?: number;
+  worked?: string;
   values?: Record<string, string>;
   scenario: ScenarioRef | null;
   seed: number;

@@ -83,6 +83,7 @@ export class Widget {
   private auto = false; // the current run was started by the page itself
   private alignSet = false; // the reader chose; until then, many rows align
   private defaults = true; // the run uses the block's own parameters
+  private effective: Record<string, Record<string, unknown>> = {}; // each variant's scenario, from "started"
 
   constructor(private fig: HTMLElement, data: BlockData) {
     this.data = data;
@@ -436,12 +437,13 @@ export class Widget {
         break;
       case "started": {
         this.mark("started");
+        this.effective = m.params || {};
         const names = (m.variants || []) as { name: string; label?: string }[];
         if (names.length) {
           const defs = this.data.variants;
           this.setPanes(names.map((v) => {
             const def = defs.find((x) => x.name === v.name);
-            return this.fresh(v.name, v.label || def?.label || v.name, def?.settings || {});
+            return this.fresh(v.name, def?.label || v.label || v.name, def?.settings || {}); // the page's label: its language
           }));
         }
         this.setStatus(this.real ? t("w_running_real") : t("w_running"));
@@ -506,6 +508,7 @@ export class Widget {
         this.summaryDirty = true;
         this.callsStale = true;
         if (this.callsEl.open) this.renderCalls();
+        this.announce();
         break;
       }
       case "error": {
@@ -535,6 +538,22 @@ export class Widget {
     const name = "connlab:" + this.block + ":" + step;
     performance.clearMarks(name);
     performance.mark(name);
+  }
+
+  // announce tells the page's figures (figures.ts) what a run gave: the
+  // "connlab:result" page event (sim/server/PROTOCOL.md) with each
+  // variant's scenario and its first calls' curl times.
+  private announce(): void {
+    const variants = this.panes.map((p) => ({
+      name: p.d.name,
+      params: this.effective[p.d.name] || {},
+      summary: p.d.summary,
+      calls: p.d.calls.slice(0, 16).map((c) => ({
+        namelookup_ms: c.dns, connect_ms: c.connect, appconnect_ms: c.tls, starttransfer_ms: c.ttfb,
+        total_ms: c.total, new_conn: c.newConn, handshake: c.handshake, error: c.error,
+      })),
+    }));
+    document.dispatchEvent(new CustomEvent("connlab:result", { detail: { block: this.block, mode: this.real ? "real" : "model", variants } }));
   }
 
   private note(s: string): void {
@@ -613,7 +632,7 @@ export class Widget {
       const shown = Math.min(d.calls.length, TABLE_ROWS);
       table.append(el("caption", "", d.label + " · " + int(shown) + (shown < d.calls.length ? " / " + int(d.calls.length) : "") + " " + t("m_calls")));
       const head = el("tr");
-      for (const h of ["#", "worker", "conn", "num_connects", ...CURL.map((i) => PHASES[i].curl!), ""]) head.append(el("th", "", h));
+      for (const h of ["#", t("w_col_worker"), t("w_col_conn"), "num_connects", ...CURL.map((i) => PHASES[i].curl!), ""]) head.append(el("th", "", h));
       table.createTHead().append(head);
       const body = table.createTBody();
       for (let i = 0; i < shown; i++) {

@@ -1,0 +1,552 @@
+// Explorable figures, drawn from the model's numbers for a ```sim block of
+// the same page:
+//
+//   - the packet ladder ({{< ladder block="call" >}}): every packet of one
+//     call between client and server, to the time scale of the call's curl
+//     times. Its RTT and TLS controls ask the block's widget for a run (the
+//     "connlab:run" page event) and redraw from the run's first call (the
+//     "connlab:result" event, sim/server/PROTOCOL.md). Before any run it
+//     draws the build-time result.
+//   - the port grid ({{< portgrid block="exhaust" >}}): the local port
+//     range, a cell a port in the order ports are handed out, filling with
+//     TIME_WAIT and draining as each socket's 60 s run out, from the block's
+//     build-time time series (TIME_WAIT count, connects and failures per
+//     second), at any second of the run chosen with a slider.
+//
+// The round trips inside a phase are derived from the call's phase times,
+// the RTT and the TLS version and handshake kind (full, resumed, 0-RTT):
+// TCP's three packets end at time_connect, the last TLS flight at
+// time_appconnect, the first byte of the answer at time_starttransfer.
+
+type Strings = Record<string, string>;
+
+function fill(s: string, vars: Record<string, string | number>): string {
+  for (const k in vars) s = s.split("{" + k + "}").join(String(vars[k]));
+  return s;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
+  const e = document.createElementNS(SVG, tag);
+  for (const k in attrs) e.setAttribute(k, String(attrs[k]));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+const lang = document.documentElement.lang || "en";
+const nf = new Intl.NumberFormat(lang, { maximumFractionDigits: 1 });
+const nf0 = new Intl.NumberFormat(lang, { maximumFractionDigits: 0 });
+
+// blockData reads the sim widget's data of a block of this page (the JSON
+// the render hook writes), or null.
+function blockData(block: string): Record<string, any> | null {
+  const s = document.querySelector(`#sim-${CSS.escape(block)} script.sim-data`);
+  if (!s) return null;
+  try {
+    return JSON.parse(s.textContent || "");
+  } catch {
+    return null;
+  }
+}
+
+function ms(v: unknown): number {
+  if (typeof v === "number") return v;
+  const m = /^([0-9.]+)\s*(ms|s|µs|us)?$/.exec(String(v ?? "").trim());
+  if (!m) return 0;
+  const f = Number(m[1]);
+  return m[2] === "s" ? f * 1000 : m[2] === "µs" || m[2] === "us" ? f / 1000 : f;
+}
+
+// ---------------------------------------------------------------------------
+// The packet ladder.
+
+interface CallTimes {
+  namelookup_ms: number; connect_ms: number; appconnect_ms: number;
+  starttransfer_ms: number; total_ms: number; new_conn: boolean; handshake: string;
+}
+
+interface Scenario { rtt: number; tls: string; closer: string; reuse: string }
+
+// A Packet is one arrow of the ladder: sent by from at t0, received at t1.
+export interface Packet { from: "c" | "s"; t0: number; t1: number; label: string; kind: "tcp" | "tls" | "http" | "data" | "fin" }
+
+// ladderPackets derives the packets of one call from its curl times (ms,
+// cumulative from the call's start) and its scenario.
+export function ladderPackets(c: CallTimes, sc: Scenario, S: Strings): Packet[] {
+  const out: Packet[] = [];
+  const rtt = sc.rtt;
+  const half = rtt / 2;
+  const push = (from: "c" | "s", t0: number, t1: number, label: string, kind: Packet["kind"]) => out.push({ from, t0, t1, label, kind });
+  let sent = c.connect_ms; // when the request leaves
+  if (c.new_conn) {
+    const ns = c.namelookup_ms;
+    push("c", ns, ns + half, "SYN", "tcp");
+    push("s", ns + half, c.connect_ms, "SYN-ACK", "tcp");
+    push("c", c.connect_ms, c.connect_ms + half, "ACK", "tcp");
+    const co = c.connect_ms;
+    const ap = c.appconnect_ms;
+    const hs = c.handshake;
+    if (hs) {
+      sent = ap;
+      if (hs === "0-rtt") {
+        push("c", co, co + half, "ClientHello + " + S.fig_early, "tls");
+        push("s", co + half, ap, "ServerHello … Finished", "tls");
+        push("c", ap, ap + half, "Finished", "tls");
+        sent = -1; // the request rode with the ClientHello
+      } else if (sc.tls === "1.2" && hs === "full") {
+        push("c", co, co + half, "ClientHello", "tls");
+        push("s", co + half, co + rtt, "ServerHello, Certificate, ServerHelloDone", "tls");
+        push("c", co + rtt, co + rtt + half, "ClientKeyExchange, ChangeCipherSpec, Finished", "tls");
+        push("s", co + rtt + half, ap, "ChangeCipherSpec, Finished", "tls");
+      } else if (sc.tls === "1.2") {
+        push("c", co, co + half, "ClientHello", "tls");
+        push("s", co + half, ap, "ServerHello, ChangeCipherSpec, Finished", "tls");
+        push("c", ap, ap + half, "ChangeCipherSpec, Finished", "tls");
+      } else {
+        push("c", co, co + half, "ClientHello", "tls");
+        push("s", co + half, ap, "ServerHello … Finished", "tls");
+        push("c", ap, ap + half, "Finished", "tls");
+      }
+    }
+  } else {
+    sent = c.namelookup_ms; // a kept connection: the request leaves at once
+  }
+  const st = c.starttransfer_ms;
+  if (sent >= 0) push("c", sent, sent + half, S.fig_request, "http");
+  push("s", st - half, st, S.fig_response, "http");
+  // The rest of the answer: a window a round trip, as slow start allows.
+  const more = rtt > 0 ? Math.max(0, Math.round((c.total_ms - st) / rtt)) : 0;
+  for (let i = 1; i <= more; i++) {
+    push("c", st + (i - 1) * rtt, st + (i - 1) * rtt + half, "ACK", "data");
+    push("s", st + i * rtt - half, st + i * rtt, S.fig_data, "data");
+  }
+  if (sc.reuse === "none") {
+    const closer: "c" | "s" = sc.closer === "server" ? "s" : "c";
+    const other: "c" | "s" = closer === "c" ? "s" : "c";
+    const to = c.total_ms;
+    push(closer, to, to + half, "FIN", "fin");
+    push(other, to + half, to + rtt, "ACK, FIN", "fin");
+    push(closer, to + rtt, to + rtt + half, "ACK", "fin");
+  }
+  return out;
+}
+
+class Ladder {
+  private S: Strings;
+  private block: string;
+  private rtt: HTMLInputElement;
+  private rttOut: HTMLOutputElement;
+  private tls: HTMLSelectElement;
+  private pic: HTMLElement;
+  private status: HTMLElement;
+  private pending = 0;
+
+  constructor(private root: HTMLElement) {
+    this.S = JSON.parse(root.querySelector("script.fig-strings")?.textContent || "{}");
+    this.block = root.dataset.block || "";
+    const S = this.S;
+    const controls = el("div", "fig-controls");
+    const id = "ladder-" + this.block;
+    const l1 = el("label", "", S.fig_rtt + " ");
+    this.rtt = el("input");
+    this.rtt.type = "range";
+    this.rtt.min = "5";
+    this.rtt.max = "200";
+    this.rtt.step = "5";
+    this.rtt.id = id + "-rtt";
+    this.rttOut = el("output");
+    l1.append(this.rtt, " ", this.rttOut);
+    const l2 = el("label", "", S.fig_tls + " ");
+    this.tls = el("select");
+    this.tls.id = id + "-tls";
+    for (const [v, text] of [["1.3", "TLS 1.3"], ["1.2", "TLS 1.2"], ["none", S.fig_tls_none]]) {
+      const o = el("option", "", text);
+      o.value = v;
+      this.tls.append(o);
+    }
+    l2.append(this.tls);
+    this.status = el("span", "fig-status");
+    this.status.setAttribute("role", "status");
+    controls.append(l1, l2, this.status);
+    this.pic = el("div", "fig-pic");
+    root.querySelector(".fig-fallback")?.remove();
+    root.append(controls, this.pic);
+    this.rtt.addEventListener("input", () => (this.rttOut.value = this.rtt.value + " ms"));
+    this.rtt.addEventListener("change", () => this.ask());
+    this.tls.addEventListener("change", () => this.ask());
+    document.addEventListener("connlab:result", (e) => {
+      const d = (e as CustomEvent).detail || {};
+      if (d.block !== this.block || d.mode !== "model") return;
+      const v = (d.variants || [])[0];
+      if (!v || !v.calls || !v.calls.length) return;
+      const p = v.params || {};
+      this.setControls(ms(p.rtt), String(p.tls ?? "1.3"));
+      this.draw(v.calls[0], { rtt: ms(p.rtt), tls: String(p.tls ?? "1.3"), closer: String(p.closer ?? "client"), reuse: String(p.reuse ?? "") });
+      this.pending = 0;
+      this.root.dataset.state = "ready";
+      this.status.textContent = "";
+    });
+    this.fromBuild();
+  }
+
+  private setControls(rtt: number, tls: string): void {
+    this.rtt.value = String(rtt);
+    this.rttOut.value = nf.format(rtt) + " ms";
+    this.tls.value = tls;
+  }
+
+  // fromBuild draws the block's build-time call: its medians are the one
+  // call's times when the block makes one call.
+  private fromBuild(): void {
+    const d = blockData(this.block);
+    if (!d) return;
+    const ctl: Record<string, unknown> = {};
+    for (const c of d.controls || []) ctl[c.key] = c.value;
+    for (const [k, v] of Object.entries(d.fixed || {})) ctl[k] = v;
+    const v = d.results?.variants?.[0];
+    const s = v?.summary;
+    if (!s) return;
+    const p50 = (k: string) => Number(s[k]?.p50 ?? 0);
+    const sc: Scenario = { rtt: ms(ctl.rtt), tls: String(ctl.tls ?? "1.3"), closer: String(ctl.closer ?? "client"), reuse: String(ctl.reuse ?? "") };
+    this.setControls(sc.rtt, sc.tls);
+    const hs = sc.tls === "none" ? "" : ctl.early_data === true ? "0-rtt" : "full";
+    this.draw({
+      namelookup_ms: p50("namelookup_ms"), connect_ms: p50("connect_ms"), appconnect_ms: p50("appconnect_ms"),
+      starttransfer_ms: p50("starttransfer_ms"), total_ms: p50("total_ms"), new_conn: p50("connect_ms") > 0, handshake: hs,
+    }, sc);
+    this.root.dataset.state = "ready";
+  }
+
+  // ask has the block's widget run the model with the controls' values.
+  private ask(): void {
+    this.pending++;
+    this.root.dataset.state = "running";
+    this.status.textContent = this.S.fig_running;
+    document.dispatchEvent(new CustomEvent("connlab:run", {
+      detail: { block: this.block, params: { rtt: this.rtt.value + "ms", tls: this.tls.value }, mode: "model" },
+    }));
+  }
+
+  private draw(c: CallTimes, sc: Scenario): void {
+    const S = this.S;
+    const ps = ladderPackets(c, sc, S);
+    const end = Math.max(c.total_ms, ...ps.map((p) => p.t1));
+    const W = 680, top = 34, H = 520, xc = 200, xs = W - 120;
+    const y = (t: number) => top + (end > 0 ? (t / end) * H : 0);
+    const root = svg("svg", { viewBox: `0 0 ${W} ${top + H + 24}`, class: "ladder-svg", role: "img" });
+    const defs = svg("defs", {});
+    const marker = svg("marker", { id: "arrow-" + this.block, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+    marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "context-stroke" }));
+    defs.append(marker);
+    root.append(defs);
+    root.append(svg("text", { x: xc, y: 16, class: "lane", "text-anchor": "middle" }, S.fig_client));
+    root.append(svg("text", { x: xs, y: 16, class: "lane", "text-anchor": "middle" }, S.fig_server));
+    root.append(svg("line", { x1: xc, y1: top - 6, x2: xc, y2: top + H + 6, class: "lifeline" }));
+    root.append(svg("line", { x1: xs, y1: top - 6, x2: xs, y2: top + H + 6, class: "lifeline" }));
+    // The phases' ends on the client's side, as curl names them.
+    const marks: [string, number][] = [];
+    if (c.new_conn && c.namelookup_ms > 0) marks.push(["time_namelookup", c.namelookup_ms]);
+    if (c.new_conn) marks.push(["time_connect", c.connect_ms]);
+    if (c.new_conn && c.handshake) marks.push(["time_appconnect", c.appconnect_ms]);
+    marks.push(["time_starttransfer", c.starttransfer_ms], ["time_total", c.total_ms]);
+    let lastY = -99;
+    for (const [name, t] of marks) {
+      const yy = y(t);
+      root.append(svg("line", { x1: xc - 8, y1: yy, x2: xc, y2: yy, class: "tick" }));
+      const ly = Math.max(yy + 4, lastY + 12);
+      lastY = ly;
+      root.append(svg("text", { x: xc - 12, y: ly, class: "mark", "text-anchor": "end" }, `${name} ${nf.format(t)} ms`));
+    }
+    if (c.new_conn && c.namelookup_ms > 0) {
+      root.append(svg("rect", { x: xc - 3, y: y(0), width: 6, height: Math.max(1, y(c.namelookup_ms) - y(0)), class: "dns" }));
+      root.append(svg("text", { x: xc + 8, y: y(c.namelookup_ms / 2) + 4, class: "note" }, S.fig_dns));
+    }
+    // The server's work: from the request's arrival to the answer's first bytes.
+    const req = ps.find((p) => p.kind === "http" && p.from === "c");
+    const resp = ps.find((p) => p.kind === "http" && p.from === "s");
+    if (req && resp && resp.t0 - req.t1 > 0.02 * end) {
+      root.append(svg("rect", { x: xs - 3, y: y(req.t1), width: 6, height: y(resp.t0) - y(req.t1), class: "work" }));
+      root.append(svg("text", { x: xs + 8, y: (y(req.t1) + y(resp.t0)) / 2 + 4, class: "note" }, S.fig_work));
+    }
+    const counts: Record<string, number> = { tcp: 0, tls: 0, http: 0, data: 0, fin: 0 };
+    let prev: Packet | null = null;
+    let prevText: SVGElement | null = null;
+    for (const p of ps) {
+      counts[p.kind]++;
+      // Two packets sent together on one path (TCP's ACK and the
+      // ClientHello) share an arrow.
+      if (prev && prevText && prev.from === p.from && prev.t0 === p.t0 && prev.t1 === p.t1) {
+        prevText.textContent += " + " + p.label;
+        continue;
+      }
+      const [x1, x2] = p.from === "c" ? [xc, xs] : [xs, xc];
+      const g = svg("g", { class: "pkt " + p.kind, "data-kind": p.kind });
+      g.append(svg("line", { x1, y1: y(p.t0), x2, y2: y(p.t1), "marker-end": `url(#arrow-${this.block})` }));
+      const mx = (x1 + x2) / 2, my = (y(p.t0) + y(p.t1)) / 2;
+      const angle = (Math.atan2(y(p.t1) - y(p.t0), x2 - x1) * 180) / Math.PI;
+      const rot = angle > 90 || angle < -90 ? angle + 180 : angle;
+      prevText = svg("text", { x: mx, y: my - 4, "text-anchor": "middle", transform: `rotate(${rot} ${mx} ${my})` }, p.label);
+      g.append(prevText);
+      root.append(g);
+      prev = p;
+    }
+    if (sc.reuse === "none") {
+      const x = sc.closer === "server" ? xs : xc;
+      root.append(svg("rect", { x: x - 3, y: y(c.total_ms + sc.rtt), width: 6, height: Math.max(4, top + H - y(c.total_ms + sc.rtt)), class: "tw" }));
+      root.append(svg("text", { x: x + 8, y: top + H + 16, class: "note" }, S.fig_time_wait));
+    }
+    const n = ps.length;
+    root.setAttribute("aria-label", fill(S.fig_ladder_label, { n, ms: nf.format(c.total_ms) }));
+    this.pic.replaceChildren(root);
+    const r = this.root.dataset;
+    r.rtt = String(sc.rtt);
+    r.tls = sc.tls;
+    r.handshake = c.handshake;
+    r.total = String(c.total_ms);
+    r.packets = String(n);
+    r.tcp = String(counts.tcp);
+    r.tlsFlights = String(counts.tls);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The port grid.
+
+interface Sample { t_s: number; time_wait: number; connects: number; errors: number }
+
+// PortRun is one variant's run as the grid reads it: the time series at
+// one sample a second, and the cumulative connects.
+export class PortRun {
+  readonly times: number[] = [0];
+  readonly cum: number[] = [0];
+  readonly tw: number[] = [0];
+  readonly errors: number[] = [0];
+  constructor(readonly name: string, readonly label: string, series: Sample[]) {
+    let c = 0;
+    for (const s of series) {
+      c += s.connects || 0;
+      this.times.push(s.t_s);
+      this.cum.push(c);
+      this.tw.push(s.time_wait || 0);
+      this.errors.push(s.errors || 0);
+    }
+  }
+  get end(): number {
+    return this.times[this.times.length - 1];
+  }
+  // connects is how many connections were opened by t (s), linear within a
+  // sample's second, none after the run.
+  connects(t: number): number {
+    const T = this.times;
+    if (t <= 0) return 0;
+    if (t >= this.end) return this.cum[this.cum.length - 1];
+    let i = 1;
+    while (T[i] < t) i++;
+    const f = (t - T[i - 1]) / (T[i] - T[i - 1]);
+    return this.cum[i - 1] + f * (this.cum[i] - this.cum[i - 1]);
+  }
+  // openedAt is when the k-th connection (from 0) was opened, in s.
+  openedAt(k: number): number {
+    const C = this.cum;
+    let i = 1;
+    while (i < C.length && C[i] <= k) i++;
+    if (i >= C.length) return this.end;
+    const f = (k - C[i - 1] + 0.5) / (C[i] - C[i - 1]);
+    return this.times[i - 1] + f * (this.times[i] - this.times[i - 1]);
+  }
+  // sample is the index of the sample that covers t (the first at or
+  // after it), or -1 after the run.
+  private sample(t: number): number {
+    if (t <= 0) return 0;
+    for (let i = 1; i < this.times.length; i++) if (this.times[i] >= t - 1e-6) return i;
+    return t - this.end < 1 ? this.times.length - 1 : -1;
+  }
+  // timeWait is how many sockets are in TIME_WAIT at t: the model's count
+  // during the run; after it, those opened in the 60 s before t (the model
+  // closes each within milliseconds of opening it), as they expire.
+  timeWait(t: number): number {
+    const i = this.sample(t);
+    return i >= 0 ? this.tw[i] : this.derived(t);
+  }
+  // derived is the count from the connects alone (the page's test holds it
+  // to the model's count during the run).
+  derived(t: number): number {
+    return Math.round(this.connects(t) - this.connects(t - 60));
+  }
+  // failed is how many connect() calls failed in the second ending at t.
+  failed(t: number): number {
+    const i = this.sample(t);
+    return i > 0 ? this.errors[i] : 0;
+  }
+}
+
+class PortGrid {
+  private S: Strings;
+  private runs: PortRun[] = [];
+  private run!: PortRun;
+  private n = 28232;
+  private cols = 0;
+  private canvas = el("canvas", "ports-canvas");
+  private slider = el("input");
+  private play = el("button", "fig-play");
+  private readout = el("p", "fig-readout");
+  private timer = 0;
+  private t = 0;
+
+  constructor(private root: HTMLElement) {
+    this.S = JSON.parse(root.querySelector("script.fig-strings")?.textContent || "{}");
+    const S = this.S;
+    const d = blockData(root.dataset.block || "");
+    if (!d) return;
+    this.n = Number(d.port_count || d.portCount || 0) || portCount(String(d.portRange || "")) || this.n;
+    // The labels are the page's own (a translation's); the series the build's.
+    const labels: Record<string, string> = {};
+    for (const v of d.variants || []) labels[v.name] = v.label || v.name;
+    for (const v of d.results?.variants || []) {
+      if (v.series && v.series.length) this.runs.push(new PortRun(v.name, labels[v.name] || v.label || v.name, v.series));
+    }
+    if (!this.runs.length) return;
+    this.run = this.runs.find((r) => r.name === root.dataset.variant) || this.runs[0];
+    const controls = el("div", "fig-controls");
+    const pick = el("div", "fig-variants");
+    pick.setAttribute("role", "radiogroup");
+    for (const r of this.runs) {
+      const l = el("label");
+      const i = el("input");
+      i.type = "radio";
+      i.name = "portgrid-" + root.dataset.block;
+      i.value = r.name;
+      i.checked = r === this.run;
+      i.addEventListener("change", () => {
+        this.run = r;
+        this.draw();
+      });
+      l.append(i, " " + r.label);
+      pick.append(l);
+    }
+    const l = el("label", "", S.fig_time + " ");
+    this.slider.type = "range";
+    this.slider.min = "0";
+    this.slider.max = String(Math.ceil(Math.max(...this.runs.map((r) => r.end)) + 60));
+    this.slider.step = "1";
+    this.slider.value = "0";
+    this.slider.id = "portgrid-" + root.dataset.block + "-t";
+    this.slider.addEventListener("input", () => {
+      this.stop();
+      this.t = Number(this.slider.value);
+      this.draw();
+    });
+    l.append(this.slider);
+    this.play.type = "button";
+    this.play.textContent = S.fig_play;
+    this.play.addEventListener("click", () => (this.timer ? this.stop() : this.start()));
+    controls.append(pick, l, this.play);
+    this.cols = Math.ceil(Math.sqrt(this.n));
+    this.canvas.width = this.cols;
+    this.canvas.height = Math.ceil(this.n / this.cols);
+    this.canvas.setAttribute("role", "img");
+    this.readout.setAttribute("aria-live", "polite");
+    root.querySelector(".fig-fallback")?.remove();
+    const legend = el("p", "fig-legend");
+    for (const [cls, text] of [["free", S.fig_free], ["tw-new", S.fig_tw_new], ["tw-old", S.fig_tw_old]]) {
+      const s = el("span", "key " + cls);
+      s.append(el("i"), text);
+      legend.append(s);
+    }
+    root.append(controls, this.canvas, this.readout, legend);
+    this.draw();
+  }
+
+  private start(): void {
+    const max = Number(this.slider.max);
+    if (this.t >= max) this.t = 0;
+    this.play.textContent = this.S.fig_pause;
+    let last = performance.now();
+    const step = (now: number) => {
+      this.t = Math.min(max, this.t + ((now - last) / 1000) * 10); // 10 s of the run a second
+      last = now;
+      this.slider.value = String(Math.floor(this.t));
+      this.draw();
+      if (this.t >= max) return this.stop();
+      this.timer = requestAnimationFrame(step);
+    };
+    this.timer = requestAnimationFrame(step);
+  }
+
+  private stop(): void {
+    if (this.timer) cancelAnimationFrame(this.timer);
+    this.timer = 0;
+    this.play.textContent = this.S.fig_play;
+  }
+
+  private draw(): void {
+    const r = this.run, t = this.t, n = this.n;
+    const ctx = this.canvas.getContext("2d")!;
+    const img = ctx.createImageData(this.canvas.width, this.canvas.height);
+    const px = img.data;
+    const total = Math.floor(r.connects(t));
+    const tw = Math.min(n, r.timeWait(t));
+    // Cell i holds the latest connection that used it: k ≡ i (mod n).
+    for (let i = 0; i < n; i++) {
+      let rgb = [233, 236, 240]; // free
+      const k = total - 1 - ((total - 1 - i) % n + n) % n; // the latest k ≤ total-1 with k ≡ i
+      if (total > 0 && k >= 0 && k >= total - tw) {
+        const age = t - r.openedAt(k);
+        const f = Math.min(1, Math.max(0, age / 60));
+        rgb = [Math.round(95 + f * 120), Math.round(50 + f * 160), Math.round(170 + f * 70)]; // dark violet, fading
+      }
+      px[i * 4] = rgb[0];
+      px[i * 4 + 1] = rgb[1];
+      px[i * 4 + 2] = rgb[2];
+      px[i * 4 + 3] = 255;
+    }
+    ctx.putImageData(img, 0, 0);
+    const failed = r.failed(t);
+    const S = this.S;
+    let text = fill(S.fig_readout, { t: nf0.format(t), tw: nf0.format(tw), free: nf0.format(Math.max(0, n - tw)), n: nf0.format(n) });
+    if (failed > 0) text += " " + fill(S.fig_failed, { n: nf0.format(failed) });
+    if (t > r.end) text += " " + S.fig_after;
+    this.readout.textContent = text;
+    this.canvas.setAttribute("aria-label", text);
+    const ds = this.root.dataset;
+    ds.t = String(t);
+    ds.tw = String(tw);
+    ds.derived = String(Math.min(n, r.derived(t)));
+    ds.failed = String(failed);
+    ds.current = r.name;
+    ds.state = "ready";
+  }
+}
+
+function portCount(range: string): number {
+  const m = /^(\d+)\s*[-–\s]\s*(\d+)$/.exec(range.trim());
+  return m ? Number(m[2]) - Number(m[1]) + 1 : 0;
+}
+
+function start(): void {
+  for (const f of document.querySelectorAll<HTMLElement>("figure.fig-ladder")) {
+    try {
+      new Ladder(f);
+    } catch (e) {
+      console.error("ladder", e);
+    }
+  }
+  for (const f of document.querySelectorAll<HTMLElement>("figure.fig-ports")) {
+    try {
+      new PortGrid(f);
+    } catch (e) {
+      console.error("port grid", e);
+    }
+  }
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();

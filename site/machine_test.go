@@ -1,0 +1,468 @@
+package site
+
+// The "check it on your machine" boxes ({{< machine >}}): every lab has one
+// in each language, and every command a box shows runs here, with the
+// output the box says to expect.
+//
+//   - `go run ./sim/cmd/sim upstream …` starts in the background (the sim
+//     command in this process), on a free port instead of the box's;
+//   - `curl …` then runs against it;
+//   - `ss …`, `sysctl …` and `grep … /var/log/nginx/error.log` run in
+//     private network namespaces: sysctl in a fresh one (the kernel's
+//     defaults, as on a host nobody tuned), ss and grep in one where real
+//     nginx has just run out of local ports to its upstream (a port range
+//     of four, tcp_tw_reuse off), so the log line the box quotes is the
+//     line nginx wrote;
+//   - `sim validate` and `make serve` are not run (a real run of every
+//     block, the whole site): TestCommandsExist checks they exist.
+//
+// A ```text block after a ```sh block is what the block's last command
+// prints: "…" stands for anything on that line, and runs of spaces and tabs
+// compare equal.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/connlab/connlab/sim/cli"
+)
+
+// A boxCommand is one command of a box, as a reader would paste it.
+type boxCommand struct {
+	text   string // continuation lines joined
+	expect string // the ```text block after its block, if it is the block's last command
+	line   int
+}
+
+type machineBox struct {
+	page     *page
+	line     int
+	commands []boxCommand
+}
+
+var machineRE = regexp.MustCompile(`(?s)\{\{<\s*machine\s*>\}\}(.*?)\{\{<\s*/machine\s*>\}\}`)
+
+// machineBoxes reads a page's boxes.
+func machineBoxes(p *page) []machineBox {
+	var out []machineBox
+	for _, m := range machineRE.FindAllStringSubmatchIndex(p.body, -1) {
+		inner := p.body[m[2]:m[3]]
+		first := p.bodyLine + strings.Count(p.body[:m[2]], "\n")
+		box := machineBox{page: p, line: p.bodyLine + strings.Count(p.body[:m[0]], "\n")}
+		lines := strings.Split(inner, "\n")
+		for i := 0; i < len(lines); i++ {
+			l := strings.TrimSpace(lines[i])
+			if !strings.HasPrefix(l, "```") {
+				continue
+			}
+			lang := strings.TrimPrefix(l, "```")
+			var body []string
+			start := i
+			for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+				body = append(body, lines[i])
+			}
+			switch lang {
+			case "sh":
+				cur := ""
+				for j, b := range body {
+					cur += strings.TrimSpace(strings.TrimSuffix(b, "\\"))
+					if strings.HasSuffix(b, "\\") {
+						cur += " "
+						continue
+					}
+					if cur != "" && !strings.HasPrefix(cur, "#") {
+						box.commands = append(box.commands, boxCommand{text: cur, line: first + start + 1 + j})
+					}
+					cur = ""
+				}
+			case "text":
+				if n := len(box.commands); n > 0 {
+					box.commands[n-1].expect = strings.Join(body, "\n")
+				}
+			}
+		}
+		out = append(out, box)
+	}
+	return out
+}
+
+// matchOutput compares a command's output with what the box expects.
+func matchOutput(expect, got string) bool {
+	var pat strings.Builder
+	pat.WriteString(`(?s)^\s*`)
+	for i, l := range strings.Split(strings.TrimSpace(expect), "\n") {
+		if i > 0 {
+			pat.WriteString(`\s*\n\s*`)
+		}
+		for j, part := range strings.Split(strings.TrimSpace(l), "…") {
+			if j > 0 {
+				pat.WriteString(`[^\n]*?`)
+			}
+			for k, w := range strings.Fields(part) {
+				if k > 0 {
+					pat.WriteString(`[ \t]+`)
+				}
+				pat.WriteString(regexp.QuoteMeta(w))
+			}
+			if strings.HasSuffix(part, " ") && j < strings.Count(l, "…") {
+				pat.WriteString(`[ \t]*`)
+			}
+		}
+	}
+	pat.WriteString(`\s*$`)
+	return regexp.MustCompile(pat.String()).MatchString(got)
+}
+
+func TestMatchOutput(t *testing.T) {
+	for _, c := range []struct {
+		expect, got string
+		ok          bool
+	}{
+		{"1 …\n0 …", "1 0.093\n0 0.014\n", true},
+		{"1 …\n0 …", "1 0.093\n1 0.014\n", false},
+		{"net.ipv4.tcp_tw_reuse = 2", "net.ipv4.tcp_tw_reuse = 2\n", true},
+		{"a = 32768 60999", "a = 32768\t60999\n", true},
+		{"… [crit] … connect() to 127.0.0.1:5000 failed (99: …) while …", "2026/12/01 [crit] 1#1: *1 connect() to 127.0.0.1:5000 failed (99: Cannot assign) while x\n", true},
+		{"… [crit] … connect() failed (99: …)", "2026/12/01 [crit] 1#1: *1 connect() to 127.0.0.1:5000 failed (99: x)\n", false},
+	} {
+		if got := matchOutput(c.expect, c.got); got != c.ok {
+			t.Errorf("matchOutput(%q, %q) = %v", c.expect, c.got, got)
+		}
+	}
+}
+
+// boxKind says how the test runs a command, or why it does not.
+func boxKind(cmd string) string {
+	switch {
+	case strings.HasPrefix(cmd, "go run ./sim/cmd/sim upstream "):
+		return "upstream"
+	case strings.HasPrefix(cmd, "go run ./sim/cmd/sim validate "), cmd == "make serve":
+		return "not run"
+	case strings.HasPrefix(cmd, "curl "):
+		return "curl"
+	case strings.HasPrefix(cmd, "sysctl "):
+		return "defaults"
+	case strings.HasPrefix(cmd, "ss "), strings.HasPrefix(cmd, "grep ") && strings.Contains(cmd, "/var/log/nginx/error.log"):
+		return "exhausted"
+	}
+	return ""
+}
+
+// Every lab has one box in each language, and the two languages show the
+// same commands.
+func TestMachineBoxes(t *testing.T) {
+	all := pages(t)
+	for _, name := range sortedNames(all) {
+		var cmds [2][]string
+		for i, lang := range []string{"en", "ko"} {
+			p := all[name][lang]
+			if p == nil {
+				continue
+			}
+			boxes := machineBoxes(p)
+			if strings.HasPrefix(p.path, "../labs/") && len(boxes) != 1 {
+				t.Errorf("%s: %d \"check it on your machine\" boxes ({{< machine >}}), want one a lab", p.path, len(boxes))
+			}
+			for _, b := range boxes {
+				if len(b.commands) == 0 {
+					t.Errorf("%s:%d: a box without commands", p.path, b.line)
+				}
+				for _, c := range b.commands {
+					cmds[i] = append(cmds[i], c.text)
+					if boxKind(c.text) == "" {
+						t.Errorf("%s:%d: the box shows %q, which the test cannot run: use one it runs (sim upstream, curl, ss, sysctl, grep of nginx's error log) or teach it to run this one", p.path, c.line, c.text)
+					}
+				}
+			}
+		}
+		if strings.Join(cmds[0], "\n") != strings.Join(cmds[1], "\n") {
+			t.Errorf("%s: the boxes show other commands in English and Korean:\n%s\n---\n%s", name, strings.Join(cmds[0], "\n"), strings.Join(cmds[1], "\n"))
+		}
+	}
+}
+
+// freePort is a loopback port nobody listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// runBoxUpstream starts a box's sim upstream in this process, on port, with
+// its CA file in dir, and stops it at cleanup (checking that it stops).
+func runBoxUpstream(t *testing.T, cmd, port, dir string) {
+	t.Helper()
+	args := strings.Fields(strings.TrimPrefix(cmd, "go run ./sim/cmd/sim "))
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- cli.Run(ctx, &cli.Env{Stdout: out, Stderr: out}, args) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("sim upstream did not stop within 10 s of its context")
+		}
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
+			c.Close()
+			t.Errorf("something still listens on 127.0.0.1:%s after sim upstream stopped", port)
+		}
+	})
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out.String(), "serving until Ctrl-C"); {
+		select {
+		case code := <-done:
+			t.Fatalf("%s exited (%d): %s", cmd, code, out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not serving after 20 s: %s", cmd, out)
+		}
+	}
+}
+
+// localize puts a box's command on this test's port and files.
+func localize(cmd, port, dir string) string {
+	cmd = strings.ReplaceAll(cmd, ":8443", ":"+port)
+	cmd = regexp.MustCompile(`(^|\s)ca\.pem(\s|$)`).ReplaceAllString(cmd, "${1}"+filepath.Join(dir, "ca.pem")+"${2}")
+	cmd = strings.ReplaceAll(cmd, "/var/log/nginx/error.log", filepath.Join(dir, "logs", "error.log"))
+	return cmd
+}
+
+// The boxes' sim upstream and curl commands, in every language: curl
+// exits 0 and prints what the box says.
+func TestMachineCurl(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl on PATH")
+	}
+	all := pages(t)
+	ran := 0
+	for _, name := range sortedNames(all) {
+		for _, lang := range []string{"en", "ko"} {
+			p := all[name][lang]
+			if p == nil {
+				continue
+			}
+			for _, b := range machineBoxes(p) {
+				t.Run(fmt.Sprintf("%s:%d", filepath.Base(p.path), b.line), func(t *testing.T) {
+					dir, port := t.TempDir(), freePort(t)
+					started := false
+					for _, c := range b.commands {
+						switch boxKind(c.text) {
+						case "upstream":
+							runBoxUpstream(t, localize(c.text, port, dir), port, dir)
+							started = true
+						case "curl":
+							if !started {
+								t.Fatalf("%s:%d: curl before the box starts its sim upstream", p.path, c.line)
+							}
+							ran++
+							ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+							cmd := exec.CommandContext(ctx, "sh", "-c", localize(c.text, port, dir))
+							cmd.Dir = dir
+							out, err := cmd.CombinedOutput()
+							cancel()
+							if err != nil {
+								t.Errorf("%s:%d: %s: %v\n%s", p.path, c.line, c.text, err, out)
+								continue
+							}
+							if c.expect != "" && !matchOutput(c.expect, string(out)) {
+								t.Errorf("%s:%d: %s printed\n%s\nthe box says\n%s", p.path, c.line, c.text, out, c.expect)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+	if ran == 0 {
+		t.Error("no box shows a curl command")
+	}
+}
+
+var (
+	unshareOnce sync.Once
+	unshareErr  error
+)
+
+// privateNet says whether this machine lets the test make a private
+// network namespace (root, or user namespaces).
+func privateNet(t *testing.T) []string {
+	t.Helper()
+	args := []string{"-n"}
+	if os.Geteuid() != 0 {
+		args = []string{"-r", "-n"}
+	}
+	unshareOnce.Do(func() {
+		if out, err := exec.Command("unshare", append(args, "true")...).CombinedOutput(); err != nil {
+			unshareErr = fmt.Errorf("unshare %s true: %v %s", strings.Join(args, " "), err, out)
+		}
+	})
+	if unshareErr != nil {
+		t.Skipf("no private network namespace here (%v): the boxes' ss, sysctl and grep commands are not run", unshareErr)
+	}
+	return args
+}
+
+// inNamespace runs a shell script in a private network namespace with lo
+// up, in its own process group (killed at the end, whatever the script
+// left running).
+func inNamespace(t *testing.T, dir, script string) {
+	t.Helper()
+	path := filepath.Join(dir, "run.sh")
+	if err := os.WriteFile(path, []byte("ip link set lo up\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", append(privateNet(t), "sh", path)...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // nothing of the run outlives it
+	if err != nil {
+		t.Fatalf("the namespace's script failed: %v\n%s\n%s", err, script, out)
+	}
+	if left := processesWith(dir); len(left) > 0 {
+		t.Errorf("processes of the run still there: %v", left)
+	}
+}
+
+// exhaustNginx is the script that makes nginx run out of local ports: an
+// upstream on 127.0.0.1:5000 (nginx itself), a proxy on 8080 that speaks
+// HTTP/1.1 to it without keeping connections (so nginx closes first and
+// keeps the TIME_WAIT), four local ports, tcp_tw_reuse off, and one client
+// connection carrying six requests.
+const exhaustNginx = `sysctl -qw net.ipv4.ip_local_port_range="40000 40003"
+sysctl -qw net.ipv4.tcp_tw_reuse=0
+nginx -c "$PWD/nginx.conf" -p "$PWD" &
+ngx=$!
+for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:8080/ready && break; sleep 0.1; done
+curl -s $(for i in 1 2 3 4 5 6; do printf -- '-o /dev/null '; done) -w '%{http_code}\n' 'http://127.0.0.1:8080/[1-6]' > curl.out
+kill $ngx; wait $ngx
+`
+
+const exhaustNginxConf = `daemon off;
+worker_processes 1;
+error_log %[1]s/logs/error.log;
+pid %[1]s/nginx.pid;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/tmp; proxy_temp_path %[1]s/tmp; fastcgi_temp_path %[1]s/tmp;
+  uwsgi_temp_path %[1]s/tmp; scgi_temp_path %[1]s/tmp;
+  server { listen 127.0.0.1:5000; location / { return 200 "ok\n"; } }
+  server { listen 127.0.0.1:8080;
+    location = /ready { return 200; }
+    location / { proxy_pass http://127.0.0.1:5000; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+`
+
+// The boxes' ss, sysctl and grep commands, in every language: run where
+// they show something (see the file's comment), they exit 0 and print what
+// the box says; a count (… | wc -l) prints a number.
+func TestMachineHost(t *testing.T) {
+	privateNet(t)
+	all := pages(t)
+	type job struct {
+		p    *page
+		c    boxCommand
+		kind string
+	}
+	var jobs []job
+	for _, name := range sortedNames(all) {
+		for _, lang := range []string{"en", "ko"} {
+			if p := all[name][lang]; p != nil {
+				for _, b := range machineBoxes(p) {
+					for _, c := range b.commands {
+						if k := boxKind(c.text); k == "defaults" || k == "exhausted" {
+							jobs = append(jobs, job{p, c, k})
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		t.Fatal("no box shows an ss, sysctl or grep command")
+	}
+	_, nginxErr := exec.LookPath("nginx")
+	for _, kind := range []string{"defaults", "exhausted"} {
+		dir := t.TempDir()
+		script := ""
+		if kind == "exhausted" {
+			if nginxErr != nil {
+				t.Logf("no nginx on PATH: the boxes' ss and grep commands are not run (CI installs nginx-light)")
+				continue
+			}
+			for _, d := range []string{"logs", "tmp"} {
+				if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(fmt.Sprintf(exhaustNginxConf, dir)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			script = exhaustNginx
+		}
+		n := 0
+		for i, j := range jobs {
+			if j.kind == kind {
+				n++
+				script += fmt.Sprintf("%s > out.%d 2>&1; echo $? > rc.%d\n", localize(j.c.text, "8443", dir), i, i)
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		inNamespace(t, dir, script)
+		if kind == "exhausted" {
+			codes, _ := os.ReadFile(filepath.Join(dir, "curl.out"))
+			if !bytes.Contains(codes, []byte("200")) || !bytes.Contains(codes, []byte("502")) {
+				t.Errorf("nginx with four local ports and six requests answered %q: want some 200 and then 502", codes)
+			}
+		}
+		for i, j := range jobs {
+			if j.kind != kind {
+				continue
+			}
+			out, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out.%d", i)))
+			rc, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rc.%d", i)))
+			if strings.TrimSpace(string(rc)) != "0" {
+				t.Errorf("%s:%d: %s: exit %s\n%s", j.p.path, j.c.line, j.c.text, strings.TrimSpace(string(rc)), out)
+				continue
+			}
+			switch {
+			case j.c.expect != "":
+				if !matchOutput(j.c.expect, string(out)) {
+					t.Errorf("%s:%d: %s printed\n%s\nthe box says\n%s", j.p.path, j.c.line, j.c.text, out, j.c.expect)
+				}
+			case strings.HasSuffix(j.c.text, "| wc -l"):
+				if _, err := strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+					t.Errorf("%s:%d: %s printed %q, not a count", j.p.path, j.c.line, j.c.text, out)
+				}
+			case len(bytes.TrimSpace(out)) == 0:
+				t.Errorf("%s:%d: %s printed nothing", j.p.path, j.c.line, j.c.text)
+			}
+		}
+	}
+}
