@@ -76,7 +76,7 @@ var blockOnlyKeys = map[string]bool{
 	"mode": true, "requests": true, "duration": true, "load": true, "concurrency": true,
 	"think_time": true, "pause_every": true, "pause": true, "rate": true, "arrival": true,
 	"client_rtt": true, "port_range": true, "tw_reuse": true, "loopback": true, "linger": true,
-	"series_interval": true, "client_keepalive": true,
+	"series_interval": true, "client_keepalive": true, "cpus": true, "cpu_background": true, "load_cpu": true,
 }
 
 // tierUnsupported are keys the chain does not model: each tier is plain
@@ -188,6 +188,20 @@ func (s *Scenario) TierScenario(i int) Scenario {
 	return t
 }
 
+// validateNoChain refuses the keys only a chain reads, on a block without
+// tiers: they would be ignored.
+func (s *Scenario) validateNoChain() error {
+	switch {
+	case s.CPUs != 0:
+		return paramErr("cpus", "shared CPUs are modelled for a block with [[tier]] tables only")
+	case s.CPUBackground != 0:
+		return paramErr("cpu_background", "shared CPUs are modelled for a block with [[tier]] tables only")
+	case s.LoadCPU != 0:
+		return paramErr("load_cpu", "the load generator's CPU is modelled for a block with [[tier]] tables only")
+	}
+	return nil
+}
+
 // validateChain checks what a chain needs beyond single keys.
 func (s *Scenario) validateChain() error {
 	if s.Mode != "web" {
@@ -198,6 +212,12 @@ func (s *Scenario) validateChain() error {
 	}
 	if s.DNS != 0 {
 		return paramErr("dns", "tiers connect to addresses: set dns = \"0s\" on the block")
+	}
+	if s.CPUs > 0 && s.CPUBackground >= float64(s.CPUs) {
+		return paramErr("cpu_background", "%g CPUs of other work leave nothing of cpus = %d", s.CPUBackground, s.CPUs)
+	}
+	if s.CPUs == 0 && s.CPUBackground > 0 {
+		return paramErr("cpu_background", "set cpus, the machine's CPUs, that the other work shares")
 	}
 	if s.ServerConcurrency != 0 || s.AppTime != 0 {
 		return paramErr("server_concurrency", "a block with tiers describes each tier's work and concurrency in its [[tier]] table")

@@ -17,6 +17,8 @@ const (
 	ckIdle                        // server idle timer of connection a, generation b
 	ckTWEnd                       // TIME_WAIT expiry on hop a, side b
 	ckSample                      // time-series sample
+	ckMachDone                    // the shared CPUs' first piece ends (generation a)
+	ckLoadDone                    // the load generator's turn for request a ends (no shared CPUs)
 )
 
 // Job phases: what a job does when its piece of work ends.
@@ -36,6 +38,7 @@ type chainModel struct {
 	ev    Event
 	tiers []ctier
 	hops  []chop
+	mach  *machine // the shared CPUs (nil: a CPU per process)
 
 	jobs       []cjob
 	freeJobs   []int32
@@ -218,6 +221,9 @@ func newChain(s Scenario, opt Options) *chainModel {
 		}
 		hp.serverAcc, hp.bothAcc = 0.5, 0.5 // round the shares' counts
 	}
+	if s.CPUs > 0 {
+		m.mach = &machine{capacity: float64(s.CPUs) - s.CPUBackground}
+	}
 	m.series.Interval = s.SeriesInterval
 	return m
 }
@@ -257,6 +263,10 @@ func (m *chainModel) run(ctx context.Context) error {
 			m.idleTimer(it.a, it.b)
 		case ckTWEnd:
 			m.timeWaitEnd(int(it.a), side(it.b))
+		case ckMachDone:
+			m.machDone(it.a)
+		case ckLoadDone:
+			m.callBegin(it.a)
 		case ckSample:
 			m.sample()
 			if m.stopAt < 0 || m.now+m.s.SeriesInterval <= m.stopAt {
@@ -348,6 +358,10 @@ func (m *chainModel) userSend(u int32) {
 	if u < 0 {
 		m.scheduleOpen()
 	}
+	if d := m.s.LoadCPU; d > 0 {
+		m.runLoad(ji, d)
+		return
+	}
 	m.callBegin(ji)
 }
 
@@ -417,7 +431,7 @@ func (m *chainModel) cpu(ji int32, d time.Duration, ph uint8) {
 	}
 	w.cpuBusy = true
 	t.busy += d
-	m.schedule(m.now+d, ckCPUDone, ji, 0)
+	m.runWork(ji, d)
 }
 
 func (m *chainModel) cpuDone(ji int32) {
@@ -431,7 +445,7 @@ func (m *chainModel) cpuDone(ji int32) {
 		n.queued += m.now - n.waitFrom
 		w.cpuBusy = true
 		t.busy += seg.dur
-		m.schedule(m.now+seg.dur, ckCPUDone, seg.job, 0)
+		m.runWork(seg.job, seg.dur)
 	}
 	switch m.jobs[ji].phase {
 	case phAccept:
