@@ -244,6 +244,27 @@ func walkTree(pid int, fn func(pid int, stat []string)) error {
 	return nil
 }
 
+// machineTicks reads the whole machine's CPU time from /proc/stat (it is
+// not namespaced), in clock ticks summed over the CPUs: busy (user, nice,
+// system, irq, softirq), and steal (taken by the hypervisor).
+func machineTicks() (busy, steal int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("stack: /proc/stat: unexpected first line %q", line)
+	}
+	v := make([]int64, 8)
+	for i := range v {
+		v[i], _ = strconv.ParseInt(f[i+1], 10, 64)
+	}
+	// user nice system idle iowait irq softirq steal
+	return v[0] + v[1] + v[2] + v[5] + v[6], v[7], nil
+}
+
 // cpuPressure reads the share of the last 10 s in which some runnable
 // task waited for a CPU, machine-wide (/proc/pressure/cpu, "some avg10").
 func cpuPressure() float64 {

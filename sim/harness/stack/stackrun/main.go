@@ -36,6 +36,8 @@ func main() {
 	clientKA := flag.String("client-keepalive", "auto", "clients keep their connection to nginx: true, false, or auto (go: true, siege: false, its default)")
 	dur := flag.Duration("d", 10*time.Second, "measured window")
 	warm := flag.Duration("warmup", 2*time.Second, "warm-up before the window")
+	calib := flag.Duration("calibrate", 0, "a calibration window besides the measured one (Go load only; 0: none)")
+	slice := flag.Duration("slice", 0, "interleave the calibration and measured windows in slices this long (0: calibration first)")
 	nginxW := flag.Int("nginx-workers", 2, "nginx worker_processes")
 	gw := flag.Int("gunicorn-workers", 1, "gunicorn --workers")
 	gt := flag.Int("gunicorn-threads", 8, "gunicorn --threads")
@@ -83,6 +85,8 @@ func main() {
 									GunicornWorkers: *gw, GunicornThreads: *gt, GunicornKeepalive: *gka},
 								Load:      stack.Load{Kind: ld, Concurrency: n, KeepAlive: keep},
 								Warmup:    *warm,
+								Calibrate: *calib,
+								Slice:     *slice,
 								Duration:  *dur,
 								PortRange: *ports, TWReuse: *twr,
 							})
