@@ -98,6 +98,7 @@ const (
 	SetupHTTP  Setup = "http"  // worker processes with curl-like clients → an HTTPS/HTTP upstream
 	SetupRedis Setup = "redis" // worker processes with go-redis → Redis
 	SetupProxy Setup = "proxy" // a load generator → a reverse proxy (Go, or nginx) → the upstream
+	SetupStack Setup = "stack" // a block's [[tier]] tables on the real programs: a load → nginx → a Python app (gunicorn or Flask's server) → redis-server
 )
 
 // Handshake is the TLS handshake a new connection did (Event.Handshake;
@@ -197,7 +198,7 @@ var (
 	sides        = []Side{SideClient, SideServer}
 	tlsVersions  = []TLSVersion{TLSNone, TLS12, TLS13}
 	certs        = []Cert{CertRSA2048, CertECDSAP256}
-	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy}
+	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy, SetupStack}
 	handshakes   = []Handshake{HandshakeFull, HandshakeResumed, Handshake0RTT}
 	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonEndOfExchange, ReasonSimultaneous,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,

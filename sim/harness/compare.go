@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -241,6 +242,8 @@ type VariantComparison struct {
 	HarnessOverheadMS float64      `json:"harness_overhead_ms"`
 	Model             *sim.Summary `json:"model,omitempty"`
 	Measured          *sim.Summary `json:"measured,omitempty"`
+	// Chain: a stack variant's comparison per hop and side (stackvalidate.go).
+	Chain *ChainComparison `json:"chain,omitempty"`
 }
 
 // MarshalJSON writes Counts as an object: {"connects": {"model": …}, …}.
@@ -263,6 +266,10 @@ type BlockValidation struct {
 	Setup    string               `json:"setup"`
 	Variants []*VariantComparison `json:"variants"`
 	OK       bool                 `json:"ok"`
+	// A stack block: the costs its calibration windows gave the model, and
+	// the tolerance its comparison used.
+	Calibration *stack.Costs `json:"calibration,omitempty"`
+	Tolerance   string       `json:"tolerance,omitempty"`
 }
 
 // compareVariant fills a comparison from the model's and the real run's
@@ -304,6 +311,9 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 	p, err := NewPlan(ctx, b, opt)
 	if err != nil {
 		return nil, err
+	}
+	if p.isStack() {
+		return validateStack(ctx, p, opt, retries)
 	}
 	bv := &BlockValidation{ID: b.ID, Title: b.Title, Setup: p.Setup, OK: true}
 	byName := map[string]*VariantComparison{}

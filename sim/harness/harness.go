@@ -67,6 +67,7 @@ import (
 	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/roles"
 	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
 )
@@ -110,6 +111,13 @@ type VariantRun struct {
 	// KernelSpread: the kernel spread connections over the workers (nginx),
 	// so connects per worker is not the model's round-robin.
 	KernelSpread bool
+	// Stack: a stack variant's measured run (its calibration window in
+	// Stack.Calibration); StackInput: what its model was given from it.
+	Stack      *stack.Result
+	StackInput *StackModelInput
+	// StackModelCPU: each tier's CPU per request of the load in the
+	// model given StackInput (its work per request and per connection).
+	StackModelCPU map[string]float64
 }
 
 // Run is the outcome of a real run of a block.
@@ -117,6 +125,9 @@ type Run struct {
 	Plan     *Plan
 	Result   *lab.BlockResult // in the shape the model returns
 	Variants []*VariantRun
+	// StackCosts: the costs fitted over the stack variants' calibration
+	// windows (Run.Model).
+	StackCosts *stack.Costs
 }
 
 // RunBlock runs every (selected) variant of b on real loopback servers and
@@ -168,6 +179,11 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			continue
 		case vp.Skip != "":
 			vr.Error = "not run for real: " + vp.Skip
+			continue
+		case vp.Stack != nil:
+			if err := runStackVariant(ctx, exe, p, vp, vr, info, opt); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if opt.Progress != nil {
@@ -225,8 +241,11 @@ func (r *Run) Model(ctx context.Context, seed uint64, sink func(block, variant s
 	if err != nil {
 		return nil, err
 	}
+	if err := r.stackModel(ctx, seed, res, sink); err != nil {
+		return nil, err
+	}
 	for i, vr := range r.Result.Variants {
-		if vr.Scenario == nil || vr.Scenario.HandshakeCPU == r.Plan.Variants[i].Scenario.HandshakeCPU {
+		if r.Variants[i].Stack != nil || vr.Scenario == nil || vr.Scenario.HandshakeCPU == r.Plan.Variants[i].Scenario.HandshakeCPU {
 			continue
 		}
 		var f func(*sim.Event)

@@ -17,8 +17,9 @@ import (
 // Setups: what a variant runs on for real, the scenario's setup key
 // (roles.SetupHelp describes each).
 const (
-	// SetupAuto derives the setup from the block: SetupProxy when a
-	// variant uses reuse = "upstream-keepalive", else SetupHTTP.
+	// SetupAuto derives the setup from the block: SetupStack when it has
+	// tiers, SetupProxy when a variant uses reuse = "upstream-keepalive",
+	// else SetupHTTP.
 	SetupAuto = "auto"
 	// SetupHTTP: PHP-like worker processes (real OS processes) call the
 	// HTTPS or HTTP upstream through the harness's DNS server, with
@@ -33,6 +34,10 @@ const (
 	// proxy, or nginx with --real nginx) whose workers call the upstream,
 	// with or without upstream keep-alive.
 	SetupProxy = wire.SetupProxy
+	// SetupStack: a block's [[tier]] tables on the real programs, nginx →
+	// the article's Python app (gunicorn or Flask's server) → redis-server,
+	// calibrated then measured per hop (stackplan.go).
+	SetupStack = string(sim.SetupStack)
 )
 
 // Defaults of the scaling rules (see ScalingRules).
@@ -125,6 +130,9 @@ type VariantPlan struct {
 	Timing bool
 	// Overlap: requests overlap (several users, or an open loop).
 	Overlap bool
+	// Stack: how a variant with tiers runs on the real stack (setup =
+	// "stack"; stackplan.go).
+	Stack *StackVariant
 }
 
 // Plan is how a block runs for real.
@@ -153,11 +161,15 @@ func (o *Options) defaults() {
 }
 
 // setupOf resolves the setup key of a variant's scenario s, whose block's
-// variants are scns: auto becomes SetupProxy when a variant uses
-// reuse = "upstream-keepalive", else SetupHTTP.
+// variants are scns: auto becomes SetupStack for a block with tiers,
+// SetupProxy when a variant uses reuse = "upstream-keepalive", else
+// SetupHTTP.
 func setupOf(s *sim.Scenario, scns []*sim.Scenario) string {
 	if s.Setup != SetupAuto && s.Setup != "" {
 		return string(s.Setup)
+	}
+	if hasTiers(scns) {
+		return SetupStack
 	}
 	for _, o := range scns {
 		if o != nil && o.Reuse == "upstream-keepalive" {
@@ -202,6 +214,15 @@ func NewPlan(ctx context.Context, b *lab.Block, opt Options) (*Plan, error) {
 			setups = append(setups, vp.Setup)
 		}
 		vp.Original = *scns[i]
+		if len(scns[i].Tiers) > 0 || vp.Setup == SetupStack {
+			if vp.Setup != SetupStack {
+				return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, stackNotRunnable(vp.Setup))
+			}
+			if err := vp.planStack(opt); err != nil {
+				return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, err)
+			}
+			continue
+		}
 		if err := vp.scale(ctx, opt); err != nil {
 			return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, err)
 		}
@@ -357,6 +378,15 @@ func (p *Plan) Model(ctx context.Context, seed uint64, sink func(block, variant 
 		if sink != nil {
 			id, name := p.Block.ID, vp.Name
 			f = func(e *sim.Event) { sink(id, name, e) }
+		}
+		if vp.Stack != nil {
+			// Read over the measured window, as the real run is.
+			sum, _, err := windowSummary(ctx, s, vp.Stack.Slices(), seed, f)
+			if err != nil {
+				return nil, err
+			}
+			vr.Summary = sum
+			continue
 		}
 		r, err := sim.Run(ctx, s, sim.Options{Seed: seed, Sink: f})
 		if err != nil {

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -50,6 +51,12 @@ var setups = map[string]setup{
 	wire.SetupProxy: {
 		doc: "a closed-loop load generator calls a reverse proxy (a Go one, or nginx with --real nginx) whose workers call the upstream, with or without upstream keep-alive",
 		run: (*labProc).runProxy,
+	},
+	string(sim.SetupStack): {
+		doc: "a block's [[tier]] tables on the real programs: a closed-loop Go load → nginx → the article's Flask app under gunicorn (gthread) or Flask's development server → redis-server, with redis-py; calibrated, then measured per hop and per side (the stack role, not a lab process)",
+		run: func(*labProc, context.Context, *wire.Report, *[]func()) (*wire.Report, error) {
+			return nil, fmt.Errorf("setup %q runs in the stack role (harness.RunPlan), not in a lab process", sim.SetupStack)
+		},
 	},
 }
 

@@ -285,35 +285,6 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 	return res, nil
 }
 
-// sliceLayout lays out l's windows: each slice's length and label (0: the
-// measured window, 1: the calibration window).
-func sliceLayout(l Load) ([]time.Duration, []int) {
-	switch {
-	case l.Calibrate <= 0:
-		return []time.Duration{l.Duration}, []int{0}
-	case l.Slice <= 0:
-		return []time.Duration{l.Calibrate, l.Duration}, []int{1, 0}
-	}
-	// Spread the calibration slices evenly among the measured ones.
-	nc := max(1, int(l.Calibrate/l.Slice))
-	nm := max(1, int(l.Duration/l.Slice))
-	var durs []time.Duration
-	var labels []int
-	c := 0
-	for i := range nc + nm {
-		// A calibration slice whenever the calibration share so far
-		// falls behind its share of the total.
-		if c < nc && (c*(nc+nm) <= i*nc) {
-			labels = append(labels, 1)
-			c++
-		} else {
-			labels = append(labels, 0)
-		}
-		durs = append(durs, l.Slice)
-	}
-	return durs, labels
-}
-
 // windowAcc adds up the slices of one window.
 type windowAcc struct {
 	requests, errors int

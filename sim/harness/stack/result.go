@@ -145,3 +145,39 @@ type Spec struct {
 	PortRange string `json:"port_range"`
 	TWReuse   int    `json:"tw_reuse"`
 }
+
+// sliceLayout lays out l's windows: each slice's length and label (0: the
+// measured window, 1: the calibration window).
+func sliceLayout(l Load) ([]time.Duration, []int) {
+	switch {
+	case l.Calibrate <= 0:
+		return []time.Duration{l.Duration}, []int{0}
+	case l.Slice <= 0:
+		return []time.Duration{l.Calibrate, l.Duration}, []int{1, 0}
+	}
+	// Spread the calibration slices evenly among the measured ones.
+	nc := max(1, int(l.Calibrate/l.Slice))
+	nm := max(1, int(l.Duration/l.Slice))
+	var durs []time.Duration
+	var labels []int
+	c := 0
+	for i := range nc + nm {
+		// A calibration slice whenever the calibration share so far
+		// falls behind its share of the total.
+		if c < nc && (c*(nc+nm) <= i*nc) {
+			labels = append(labels, 1)
+			c++
+		} else {
+			labels = append(labels, 0)
+		}
+		durs = append(durs, l.Slice)
+	}
+	return durs, labels
+}
+
+// SliceLabels lists the labels of spec's slices in order (0: the measured
+// window, 1: the calibration window).
+func SliceLabels(spec Spec) []int {
+	_, l := sliceLayout(Load{Calibrate: spec.Calibrate, Duration: spec.Duration, Slice: spec.Slice})
+	return l
+}
