@@ -114,3 +114,39 @@ func TestChainCPUKeysChecked(t *testing.T) {
 		t.Errorf("cpus on a tier: %v", err)
 	}
 }
+
+// TestChainLoadStallChurn: the load generator's stalls leave nginx's kept
+// connections idle while their users cannot send again; with keepalive N
+// below the connections idle at once, nginx closes the least recently
+// used and opens new ones. Without stalls every user answers within a
+// round trip and nothing churns; with them the churn falls as N grows,
+// gradually, as long stalls (the tail) leave many idle at once.
+func TestChainLoadStallChurn(t *testing.T) {
+	churn := func(n int, stalls ...any) float64 {
+		s := stackScenario(t)
+		set(t, &s, "tier.nginx.reuse", "upstream-keepalive", "tier.nginx.upstream_keepalive", n, "tier.app.reuse", "pool", "duration", "5s")
+		set(t, &s, stalls...)
+		sum := runChainT(t, s, nil)
+		return float64(sum.Hop["app"].Connects-25) / float64(sum.Requests)
+	}
+	if c := churn(1); c > 0.001 {
+		t.Errorf("no stalls, keepalive 1: %.4f new connections per request", c)
+	}
+	prev := 1.0
+	var got []float64
+	for _, n := range []int{1, 2, 4, 8, 16} {
+		c := churn(n, "load_stalls", 300.0, "load_stall", "0.75ms", "load_stall_p99", "15ms")
+		got = append(got, c)
+		if c > prev+1e-9 {
+			t.Errorf("keepalive %d: %.4f new connections per request, more than with fewer kept", n, c)
+		}
+		prev = c
+	}
+	if got[0] < 0.05 || got[2] == 0 || got[len(got)-1] > got[0]/10 {
+		t.Errorf("churn by keepalive 1..16: %v", got)
+	}
+	// Stalls of equal length (no tail) leave fewer idle at once.
+	if c := churn(4, "load_stalls", 300.0, "load_stall", "0.75ms"); c >= got[2] {
+		t.Errorf("keepalive 4: %.4f with equal stalls, %.4f with a tail", c, got[2])
+	}
+}

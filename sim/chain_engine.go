@@ -19,6 +19,7 @@ const (
 	ckSample                      // time-series sample
 	ckMachDone                    // the shared CPUs' first piece ends (generation a)
 	ckLoadDone                    // the load generator's turn for request a ends (no shared CPUs)
+	ckLoadGate                    // the load generator stalls (a = 1) or runs again (a = 0): load_stall
 )
 
 // Job phases: what a job does when its piece of work ends.
@@ -39,6 +40,13 @@ type chainModel struct {
 	tiers []ctier
 	hops  []chop
 	mach  *machine // the shared CPUs (nil: a CPU per process)
+
+	// The load generator's stalls (load_stalls): off the CPUs, its
+	// requests wait in stalled until it runs again.
+	stallSigma float64 // of the stalls' log-normal lengths
+	stallOn    float64 // mean time between stalls, ns
+	loadOff    bool
+	stalled    []int32
 
 	jobs       []cjob
 	freeJobs   []int32
@@ -237,6 +245,7 @@ func (m *chainModel) schedule(at time.Duration, kind evKind, a, b int32) {
 
 func (m *chainModel) run(ctx context.Context) error {
 	m.startLoad()
+	m.startStalls()
 	m.schedule(m.s.SeriesInterval, ckSample, 0, 0)
 	for m.q.len() > 0 {
 		it := m.q.pop()
@@ -267,6 +276,8 @@ func (m *chainModel) run(ctx context.Context) error {
 			m.machDone(it.a)
 		case ckLoadDone:
 			m.callBegin(it.a)
+		case ckLoadGate:
+			m.loadGate(it.a == 1)
 		case ckSample:
 			m.sample()
 			if m.stopAt < 0 || m.now+m.s.SeriesInterval <= m.stopAt {
@@ -358,6 +369,61 @@ func (m *chainModel) userSend(u int32) {
 	if u < 0 {
 		m.scheduleOpen()
 	}
+	if m.loadOff {
+		m.stalled = append(m.stalled, ji)
+		return
+	}
+	m.loadTurn(ji)
+}
+
+func (m *chainModel) expo(mean float64) float64 { return -math.Log(1-m.rng.Float64()) * mean }
+
+// startStalls starts the load generator's stalls: load_stalls a second,
+// each as long as a draw from the log-normal distribution through the
+// median load_stall and the 99th percentile load_stall_p99; between them
+// it runs for an exponential time with the mean that makes their rate
+// right.
+func (m *chainModel) startStalls() {
+	if m.s.LoadStalls <= 0 || m.s.LoadStall <= 0 {
+		return
+	}
+	if p99 := m.s.LoadStallP99; p99 > m.s.LoadStall {
+		m.stallSigma = math.Log(float64(p99)/float64(m.s.LoadStall)) / 2.3263
+	}
+	meanStall := float64(m.s.LoadStall) * math.Exp(m.stallSigma*m.stallSigma/2)
+	m.stallOn = max(float64(10*time.Microsecond), 1e9/m.s.LoadStalls-meanStall)
+	m.loadGate(false)
+}
+
+// loadGate stalls the load generator (off) or lets it run again, then
+// schedules the next change while the load still has requests to send.
+func (m *chainModel) loadGate(off bool) {
+	m.loadOff = off
+	var next time.Duration
+	if off {
+		next = time.Duration(float64(m.s.LoadStall) * math.Exp(m.stallSigma*m.rng.NormFloat64()))
+	} else {
+		next = time.Duration(m.expo(m.stallOn))
+		waiting := m.stalled
+		m.stalled = nil
+		for _, ji := range waiting {
+			m.loadTurn(ji)
+		}
+		m.stalled = waiting[:0]
+	}
+	if m.stopAt >= 0 || (m.pending == 0 && m.inFlight == 0 && m.sent > 0) {
+		return
+	}
+	a := int32(0)
+	if !off {
+		a = 1
+	}
+	m.schedule(m.now+next, ckLoadGate, a, 0)
+}
+
+// loadTurn: the load generator's own work for request ji (load_cpu), then
+// the request goes out.
+func (m *chainModel) loadTurn(ji int32) {
 	if d := m.s.LoadCPU; d > 0 {
 		m.runLoad(ji, d)
 		return
@@ -930,8 +996,12 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 		ci = int32(len(m.conns) - 1)
 	}
 	t := &m.tiers[h]
-	w := int32(t.rr % len(t.workers)) // connections go to the tier's workers in turn
+	// Connections go to the tier's workers in turn, or to one at random.
+	w := int32(t.rr % len(t.workers))
 	t.rr++
+	if t.s.Dispatch == DispatchRandom {
+		w = int32(m.rng.IntN(len(t.workers)))
+	}
 	m.connIDs++
 	m.conns[ci] = cconn{id: m.connIDs, gen: m.conns[ci].gen + 1, hop: int8(h), state: connActive, owner: o,
 		worker: w, port: port, created: m.now}

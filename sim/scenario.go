@@ -57,6 +57,9 @@ type Scenario struct {
 	CPUs              int           `key:"cpus" min:"0" max:"1024" help:"tiers: the machine's CPUs, shared by every tier's processes and the load generator (0: each process gets a CPU whenever it has work)"`
 	CPUBackground     float64       `key:"cpu_background" min:"0" max:"1024" help:"tiers: other programs' work on the same machine, in CPUs (measured: its busy time that was not the stack's); the tiers share what is left of cpus"`
 	LoadCPU           time.Duration `key:"load_cpu" min:"0" max:"1s" help:"tiers: the load generator's own CPU per request (sending it, reading the answer), before each request goes out; on the shared cpus"`
+	LoadStalls        float64       `key:"load_stalls" min:"0" max:"100000" unit:"/s" help:"tiers: how often the load generator is held off the CPUs on a busy machine (measured: how often a goroutine of it that sleeps 1 ms wakes up over 0.2 ms late); every user's next request waits for the stall to end"`
+	LoadStall         time.Duration `key:"load_stall" min:"0" max:"10s" help:"tiers: the median length of those stalls (measured, as load_stalls)"`
+	LoadStallP99      time.Duration `key:"load_stall_p99" min:"0" max:"10s" help:"tiers: their 99th percentile: the stalls' lengths are drawn from a log-normal distribution through the median and this (0: all as long as the median)"`
 
 	// Network and protocols.
 	RTT                time.Duration `key:"rtt" min:"0" max:"10s" help:"round-trip time between client and server"`
