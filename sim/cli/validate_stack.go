@@ -38,7 +38,8 @@ func printCalibration(w io.Writer, b *harness.BlockValidation) {
 // printChain prints a stack variant's comparison per hop and side.
 func printChain(w io.Writer, cc *harness.ChainComparison) {
 	if in := cc.Input; in != nil {
-		parts := []string{fmt.Sprintf("%d CPUs, of which other programs took %.2f in this window", in.CPUs, in.Background)}
+		parts := []string{fmt.Sprintf("%d CPUs, of which other programs took %.2f in this window", in.CPUs, in.Background),
+			fmt.Sprintf("the load was held off the CPUs %.0f times a second, for %.2f ms (median; 99th percentile %.1f ms)", in.LoadStalls, in.LoadStallMS, in.LoadStallP99MS)}
 		if in.Costs.ProbeUS > 0 {
 			parts = append(parts, fmt.Sprintf("CPU speed probe %.0f µs (the costs above are scaled to it)", in.Costs.ProbeUS))
 		}

@@ -24,6 +24,14 @@ type StackModelInput struct {
 	// model as cpu_background.
 	CPUs       int     `json:"cpus"`
 	Background float64 `json:"background_cpu"`
+	// LoadStalls, LoadStallMS, LoadStallP99MS: how often the load
+	// generator's process was held off the CPUs in this variant's measured
+	// window, and for how long (median, 99th percentile): its users'
+	// turnaround on a busy machine (load_stalls, load_stall,
+	// load_stall_p99).
+	LoadStalls     float64 `json:"load_stalls_per_s"`
+	LoadStallMS    float64 `json:"load_stall_ms"`
+	LoadStallP99MS float64 `json:"load_stall_p99_ms"`
 	// Shares of the close race on each hop where connections end with
 	// their exchange, measured in this variant's calibration window
 	// (server_closes_first, simultaneous_close), by hop; absent where no
@@ -51,6 +59,13 @@ func calibrated(s sim.Scenario, in *StackModelInput) (sim.Scenario, error) {
 	}
 	if err := set("load_cpu", ms(c.LoadCPU)); err != nil {
 		return s, err
+	}
+	if in.LoadStalls > 0 && in.LoadStallMS > 0 {
+		for k, v := range map[string]any{"load_stalls": in.LoadStalls, "load_stall": ms(in.LoadStallMS), "load_stall_p99": ms(max(in.LoadStallMS, in.LoadStallP99MS))} {
+			if err := set(k, v); err != nil {
+				return s, err
+			}
+		}
 	}
 	for i, name := range s.TierNames() {
 		tc := c.Tiers[stackTierRole(i)]

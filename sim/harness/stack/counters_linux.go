@@ -168,8 +168,8 @@ func cpuTicks(pid int) (int64, error) {
 // runDelays reads, for every thread of pid and its descendants, the time
 // it has spent runnable but waiting for a CPU (nanoseconds, the second
 // field of /proc/PID/task/TID/schedstat), by thread ID.
-func runDelays(pid int) (map[int]int64, error) {
-	out := map[int]int64{}
+func runDelays(pid int) (map[int]schedStat, error) {
+	out := map[int]schedStat{}
 	err := walkTree(pid, func(p int, _ []string) {
 		dir := filepath.Join("/proc", strconv.Itoa(p), "task")
 		tasks, err := os.ReadDir(dir)
@@ -186,24 +186,33 @@ func runDelays(pid int) (map[int]int64, error) {
 				continue
 			}
 			f := strings.Fields(string(b))
-			if len(f) < 2 {
+			if len(f) < 3 {
 				continue
 			}
-			out[tid], _ = strconv.ParseInt(f[1], 10, 64)
+			var st schedStat
+			st.delay, _ = strconv.ParseInt(f[1], 10, 64)
+			st.runs, _ = strconv.ParseInt(f[2], 10, 64)
+			out[tid] = st
 		}
 	})
 	return out, err
 }
 
-// delaySince sums the run delays accrued since before: threads born since
-// count from zero; threads that ended are lost, so it is a lower bound
-// for a server that starts a thread per connection.
-func delaySince(before, now map[int]int64) time.Duration {
-	var d int64
+// schedStat is one thread's /proc/PID/task/TID/schedstat: its run delay
+// (ns runnable but waiting for a CPU) and the times it was given a CPU.
+type schedStat struct{ delay, runs int64 }
+
+// delaySince sums the run delays and the times given a CPU accrued since
+// before: threads born since count from zero; threads that ended are
+// lost, so it is a lower bound for a server that starts a thread per
+// connection.
+func delaySince(before, now map[int]schedStat) (time.Duration, int64) {
+	var d, n int64
 	for tid, v := range now {
-		d += v - before[tid]
+		d += v.delay - before[tid].delay
+		n += v.runs - before[tid].runs
 	}
-	return time.Duration(d)
+	return time.Duration(d), n
 }
 
 // walkTree calls fn with pid and each of its live descendants, and their

@@ -8,7 +8,7 @@
 // RunIsolated runs one Spec in network, PID and mount namespaces of its own,
 // so that the sockets it counts are its own and nothing outlives it;
 // stackrun runs many and writes a Record (versions, machine, runs), as in
-// labs/nginx-keepalive.real.json. The app (app.py) and nginx's
+// labs/nginx-keepalive.stack-runs.json. The app (app.py) and nginx's
 // configuration (nginx.conf.tmpl) are embedded.
 //
 // Linux only (namespaces, sock_diag, /proc).

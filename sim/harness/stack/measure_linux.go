@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -24,13 +25,13 @@ type snapshot struct {
 	socks                            []hopSockets
 	cpu                              map[string]int64
 	mach, steal                      int64
-	delay                            map[string]map[int]int64
+	delay                            map[string]map[int]schedStat
 	pressure                         float64
 	harness                          time.Duration // harnessCPU so far
 }
 
 // readCPU fills the snapshot's CPU part: read right at a window's edge.
-func (st *Stack) readCPU(sn *snapshot, pids map[string]int) (err error) {
+func (st *Stack) readCPU(sn *snapshot, pids map[string]int, own *harnessCPU) (err error) {
 	if sn.cpu, err = st.tierTicks(pids); err != nil {
 		return err
 	}
@@ -38,7 +39,7 @@ func (st *Stack) readCPU(sn *snapshot, pids map[string]int) (err error) {
 		return err
 	}
 	sn.pressure = cpuPressure()
-	sn.delay, err = st.tierDelays(pids)
+	sn.delay, err = st.tierDelays(pids, own)
 	return err
 }
 
@@ -92,6 +93,7 @@ func (s *sampler) run(ctx context.Context, hops []Hop, own *harnessCPU) {
 	const notTW = allStates &^ (1 << stTimeWait)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	own.own()
 	for {
 		select {
 		case <-ctx.Done():
@@ -124,9 +126,30 @@ func (s *sampler) run(ctx context.Context, hops []Hop, own *harnessCPU) {
 // load's process (the samplers, the probe, the readings at the slices'
 // edges), which is not the load's work: it counts as the machine's other
 // work.
-type harnessCPU struct{ ns atomic.Int64 }
+type harnessCPU struct {
+	ns   atomic.Int64
+	mu   sync.Mutex
+	tids map[int]bool // the measurement's own threads (sampler, probe)
+}
 
 func (h *harnessCPU) add(d time.Duration) { h.ns.Add(int64(d)) }
+
+// own marks the calling thread as the measurement's: its run delay is not
+// the load's.
+func (h *harnessCPU) own() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tids == nil {
+		h.tids = map[int]bool{}
+	}
+	h.tids[syscall.Gettid()] = true
+}
+
+func (h *harnessCPU) isOwn(tid int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tids[tid]
+}
 
 // Measure warms the stack up with the load for l.Warmup, then measures it
 // for l.Duration. With l.Calibrate, a calibration window that long is
@@ -159,13 +182,15 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 	}
 	smp := newSampler(nl, len(hops))
 	probe := newSpeedProbe(nl)
+	stalls := newStallProbe(nl)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var swg sync.WaitGroup
 	defer func() { stopSampling(); swg.Wait() }()
-	swg.Add(2)
+	swg.Add(3)
 	own := &harnessCPU{}
 	go func() { defer swg.Done(); smp.run(sampleCtx, hops, own) }()
 	go func() { defer swg.Done(); probe.run(sampleCtx, own) }()
+	go func() { defer swg.Done(); stalls.run(sampleCtx) }()
 
 	// At the start of slice i: its counters, then its CPU.
 	mark := func(i int) error {
@@ -177,11 +202,12 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 			return err
 		}
 		snaps[i].harness = time.Duration(own.ns.Load())
-		if err := st.readCPU(snaps[i], pids); err != nil {
+		if err := st.readCPU(snaps[i], pids, own); err != nil {
 			return err
 		}
 		smp.setWindow(labels[i])
 		probe.setWindow(labels[i])
+		stalls.setWindow(labels[i])
 		return nil
 	}
 	var lr *loadResult
@@ -220,9 +246,10 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 	}
 	smp.setWindow(-1)
 	probe.setWindow(-1)
+	stalls.setWindow(-1)
 	// CPU at the end of the last slice, before anything else runs.
 	snaps[n].harness = time.Duration(own.ns.Load())
-	cerr := st.readCPU(snaps[n], pids)
+	cerr := st.readCPU(snaps[n], pids, own)
 	stopSampling()
 	swg.Wait()
 	if err != nil {
@@ -275,6 +302,7 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 			res.LatencyMS = nil
 		}
 		res.ProbeUS = probe.median(w)
+		res.LoadStallsPerS, res.LoadStallMS = stalls.summary(w, accs[w].length)
 		results[w] = res
 	}
 	res := results[0]
@@ -296,6 +324,7 @@ type windowAcc struct {
 	openEnd          []int
 	cpuTicks         map[string]int64
 	delay            map[string]time.Duration
+	runs             map[string]int64
 	mach, steal      int64
 	harness          time.Duration
 	ext              map[string]int64
@@ -305,7 +334,7 @@ type windowAcc struct {
 
 func newWindowAcc(hops int) *windowAcc {
 	return &windowAcc{connects: make([]int64, hops), tw: make([][3]int, hops), idleClose: make([][2]int, hops),
-		openEnd: make([]int, hops), cpuTicks: map[string]int64{}, delay: map[string]time.Duration{}, ext: map[string]int64{}}
+		openEnd: make([]int, hops), cpuTicks: map[string]int64{}, delay: map[string]time.Duration{}, runs: map[string]int64{}, ext: map[string]int64{}}
 }
 
 // add counts what happened between snapshots a and b: the load's requests
@@ -323,10 +352,11 @@ func (acc *windowAcc) add(a, b *snapshot, late []hopSockets, lw *loadWindow, lr 
 	acc.errors += lw.errors
 	acc.latencies = append(acc.latencies, lw.latencies...)
 	// Each probe counts itself: the ones before the slice are in the
-	// first reading, the ones after it in the second only.
+	// first reading, the ones after it in the second only; the kernel's
+	// ActiveOpens counts both of the second reading's probes.
 	clientNginx := b.accepts - a.accepts - 1
 	appRedis := b.redisConns - a.redisConns - 1
-	nginxApp := (b.activeOpens - a.activeOpens) - clientNginx - appRedis
+	nginxApp := (b.activeOpens - a.activeOpens) - clientNginx - appRedis - 2
 	for i, c := range []int64{clientNginx, nginxApp, appRedis} {
 		if i < len(acc.connects) {
 			acc.connects[i] += c
@@ -373,7 +403,9 @@ func (acc *windowAcc) add(a, b *snapshot, late []hopSockets, lw *loadWindow, lr 
 		}
 		acc.cpuTicks[t] += ticks
 		if t != "load" || lr.pid == 0 {
-			acc.delay[t] += delaySince(a.delay[t], b.delay[t])
+			d, n := delaySince(a.delay[t], b.delay[t])
+			acc.delay[t] += d
+			acc.runs[t] += n
 		}
 	}
 	acc.mach += b.mach - a.mach
@@ -403,7 +435,7 @@ func (acc *windowAcc) result(res *Result, hops []Hop, openPeak []int, closingPea
 		res.Hops = append(res.Hops, hr)
 	}
 	res.CPUMS, res.CPUPerRequestMS, res.Utilisation = map[string]float64{}, map[string]float64{}, map[string]float64{}
-	res.RunDelayPerRequestMS = map[string]float64{}
+	res.RunDelayPerRequestMS, res.RunDelayPerRunMS = map[string]float64{}, map[string]float64{}
 	ok := acc.requests - acc.errors
 	stackMS := 0.0
 	res.HarnessCPUMS = round(acc.harness.Seconds()*1000, 1)
@@ -418,6 +450,9 @@ func (acc *windowAcc) result(res *Result, hops []Hop, openPeak []int, closingPea
 			res.CPUPerRequestMS[t] = round(ms/float64(ok), 4)
 			if d, has := acc.delay[t]; has {
 				res.RunDelayPerRequestMS[t] = round(d.Seconds()*1000/float64(ok), 4)
+				if n := acc.runs[t]; n > 0 {
+					res.RunDelayPerRunMS[t] = round(d.Seconds()*1000/float64(n), 4)
+				}
 			}
 		}
 		if acc.length > 0 {
@@ -431,8 +466,8 @@ func (acc *windowAcc) result(res *Result, hops []Hop, openPeak []int, closingPea
 }
 
 // tierDelays reads each tier's threads' run delays ("load": this process).
-func (st *Stack) tierDelays(pids map[string]int) (map[string]map[int]int64, error) {
-	out := map[string]map[int]int64{}
+func (st *Stack) tierDelays(pids map[string]int, mine *harnessCPU) (map[string]map[int]schedStat, error) {
+	out := map[string]map[int]schedStat{}
 	for tier, pid := range st.tierPids(pids) {
 		d, err := runDelays(pid)
 		if err != nil {
@@ -444,11 +479,12 @@ func (st *Stack) tierDelays(pids map[string]int) (map[string]map[int]int64, erro
 	if err != nil {
 		return nil, err
 	}
-	// This process's own threads only: its children are the tiers.
-	own := map[int]int64{}
+	// This process's own threads only (its children are the tiers), but
+	// for the measurement's.
+	own := map[int]schedStat{}
 	if tasks, err := os.ReadDir("/proc/self/task"); err == nil {
 		for _, t := range tasks {
-			if tid, err := strconv.Atoi(t.Name()); err == nil {
+			if tid, err := strconv.Atoi(t.Name()); err == nil && (mine == nil || !mine.isOwn(tid)) {
 				own[tid] = self[tid]
 			}
 		}

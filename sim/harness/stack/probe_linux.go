@@ -73,6 +73,7 @@ func (p *speedProbe) setWindow(w int) { p.mu.Lock(); p.win = w; p.mu.Unlock() }
 func (p *speedProbe) run(ctx context.Context, own *harnessCPU) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	own.own()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -105,4 +106,53 @@ func (p *speedProbe) median(w int) float64 {
 	}
 	slices.Sort(s)
 	return float64(s[len(s)/2].Nanoseconds()) / 1000
+}
+
+// The load's stalls. A goroutine of the load's process sleeps 1 ms again
+// and again; when it wakes up late, the process had no CPU (its threads
+// were waiting behind other work) or the Go runtime was busy: the users'
+// goroutines were held up as long. Lateness beyond stallMin counts as a
+// stall; its lengths and how often they came describe the load's
+// turnaround on a busy machine.
+const stallMin = 200 * time.Microsecond
+
+type stallProbe struct {
+	mu     sync.Mutex
+	win    int
+	stalls [][]time.Duration
+}
+
+func newStallProbe(windows int) *stallProbe {
+	return &stallProbe{win: -1, stalls: make([][]time.Duration, windows)}
+}
+
+func (p *stallProbe) setWindow(w int) { p.mu.Lock(); p.win = w; p.mu.Unlock() }
+
+func (p *stallProbe) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		t0 := time.Now()
+		time.Sleep(time.Millisecond)
+		late := time.Since(t0) - time.Millisecond
+		if late < stallMin {
+			continue
+		}
+		p.mu.Lock()
+		if w := p.win; w >= 0 && w < len(p.stalls) {
+			p.stalls[w] = append(p.stalls[w], late)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// summary returns window w's stalls: how many a second of the window's
+// length, and their lengths' mean and percentiles in ms.
+func (p *stallProbe) summary(w int, length time.Duration) (perS float64, ms map[string]float64) {
+	p.mu.Lock()
+	s := slices.Clone(p.stalls[w])
+	p.mu.Unlock()
+	if len(s) == 0 || length <= 0 {
+		return 0, nil
+	}
+	slices.Sort(s)
+	return float64(len(s)) / length.Seconds(), latencyStats(s)
 }

@@ -33,6 +33,9 @@ type Result struct {
 	// at work. A lower bound for Flask's server, whose request threads end
 	// before it is read.
 	RunDelayPerRequestMS map[string]float64 `json:"run_delay_per_request_ms"`
+	// RunDelayPerRunMS: the same wait per time a thread was given a CPU
+	// (schedstat's third field): how long one wait lasts.
+	RunDelayPerRunMS map[string]float64 `json:"run_delay_per_run_ms,omitempty"`
 	// TCPExt: the namespace's TcpExt counters over the window (see
 	// tcpExtKeys): TW counts every socket that entered TIME_WAIT.
 	TCPExt map[string]int64 `json:"tcp_ext"`
@@ -55,6 +58,11 @@ type Result struct {
 	// slices' edges); left out of the load's CPU, so it counts in
 	// BackgroundCPU.
 	HarnessCPUMS float64 `json:"harness_cpu_ms,omitempty"`
+	// LoadStallsPerS and LoadStallMS: how often a goroutine of the load
+	// that sleeps 1 ms woke up more than 0.2 ms late (the load's process
+	// had no CPU), and how late (mean, percentiles).
+	LoadStallsPerS float64            `json:"load_stalls_per_s,omitempty"`
+	LoadStallMS    map[string]float64 `json:"load_stall_ms,omitempty"`
 	// CPUPressure: /proc/pressure/cpu "some avg10" (%) at the start and
 	// at the end of the window: how often something waited for a CPU.
 	CPUPressure [2]float64 `json:"cpu_pressure"`
