@@ -40,9 +40,6 @@ func printChain(w io.Writer, cc *harness.ChainComparison) {
 	if in := cc.Input; in != nil {
 		parts := []string{fmt.Sprintf("%d CPUs, of which other programs took %.2f in this window", in.CPUs, in.Background),
 			fmt.Sprintf("the load was held off the CPUs %.0f times a second, for %.2f ms (median; 99th percentile %.1f ms)", in.LoadStalls, in.LoadStallMS, in.LoadStallP99MS)}
-		if in.Costs.ProbeUS > 0 {
-			parts = append(parts, fmt.Sprintf("CPU speed probe %.0f µs (the costs above are scaled to it)", in.Costs.ProbeUS))
-		}
 		for hop, sh := range in.Shares {
 			parts = append(parts, fmt.Sprintf("close race on hop %s as measured in this window (server first %.3f, both %.3f)", hop, sh[0], sh[1]))
 		}

@@ -108,7 +108,7 @@ func (r *Run) stackModel(ctx context.Context, seed uint64, res *lab.BlockResult,
 			continue
 		}
 		names := vp.Scenario.TierNames()
-		in := &StackModelInput{Costs: costs.Scaled(info.Stack.ProbeUS), CPUs: runtime.NumCPU(), Background: info.Stack.BackgroundCPU,
+		in := &StackModelInput{Costs: costs, CPUs: runtime.NumCPU(), Background: info.Stack.BackgroundCPU,
 			LoadStalls: info.Stack.LoadStallsPerS, LoadStallMS: info.Stack.LoadStallMS["p50"], LoadStallP99MS: info.Stack.LoadStallMS["p99"],
 			Shares: raceShares(info.Stack, names)}
 		s, err := calibrated(vp.Scenario, in)

@@ -37,9 +37,6 @@ type Costs struct {
 	// Background: the other programs' share of the machine during the
 	// windows, in CPUs (mean).
 	Background float64 `json:"background_cpu"`
-	// ProbeUS: the speed probe's median time over the windows; the costs
-	// are those of a CPU running at that speed (see Scaled).
-	ProbeUS float64 `json:"cpu_probe_us,omitempty"`
 	// Windows: how many windows were fitted.
 	Windows int      `json:"windows"`
 	Notes   []string `json:"notes,omitempty"`
@@ -68,40 +65,26 @@ func Calibrate(windows []*Result) (*Costs, error) {
 		return nil, fmt.Errorf("stack: calibration needs at least one window")
 	}
 	c := &Costs{Tiers: map[string]*TierCosts{}, Windows: len(windows)}
-	// Each window's CPU times are brought to the windows' mean CPU speed.
-	speed := make([]float64, len(windows))
 	for _, w := range windows {
 		if w.Requests-w.Errors <= 0 {
 			return nil, fmt.Errorf("stack: calibration window %q answered no request", w.Name)
 		}
-		if w.ProbeUS <= 0 {
-			c.ProbeUS = -1
-		} else if c.ProbeUS >= 0 {
-			c.ProbeUS += w.ProbeUS / float64(len(windows))
-		}
-	}
-	for i, w := range windows {
-		speed[i] = 1
-		if c.ProbeUS > 0 {
-			speed[i] = c.ProbeUS / w.ProbeUS
-		}
-		c.LoadCPU += speed[i] * w.CPUPerRequestMS["load"] / float64(len(windows))
+		c.LoadCPU += w.CPUPerRequestMS["load"] / float64(len(windows))
 		c.Background += w.BackgroundCPU / float64(len(windows))
 	}
-	c.ProbeUS = max(0, roundTo(c.ProbeUS, 3))
 	c.LoadCPU, c.Background = roundTo(c.LoadCPU, 4), roundTo(c.Background, 3)
 	for _, tier := range []string{"nginx", "app", "redis"} {
 		names := []string{"server_time", "server_conn_time", "client_conn_time"}
 		var xs [][3]float64
 		var ys []float64
-		for i, w := range windows {
+		for _, w := range windows {
 			ok := float64(w.Requests - w.Errors)
 			x := [3]float64{tierCalls[tier], perRequest(w, tier, ok), 0}
 			if next, has := nextHop[tier]; has {
 				x[2] = perRequest(w, next, ok)
 			}
 			xs = append(xs, x)
-			ys = append(ys, speed[i]*w.CPUPerRequestMS[tier])
+			ys = append(ys, w.CPUPerRequestMS[tier])
 		}
 		coef, res, notes := fitCosts(xs, ys, names)
 		for _, n := range notes {
@@ -111,25 +94,6 @@ func Calibrate(windows []*Result) (*Costs, error) {
 			ClientConnTime: roundTo(coef[2], 4), Residual: roundTo(res, 4)}
 	}
 	return c, nil
-}
-
-// Scaled returns the costs on a CPU whose speed probe took probeUS (the
-// costs are CPU times: a slower CPU takes longer for the same work); the
-// costs as they are without a probe.
-func (c *Costs) Scaled(probeUS float64) *Costs {
-	out := *c
-	if c.ProbeUS <= 0 || probeUS <= 0 {
-		return &out
-	}
-	f := probeUS / c.ProbeUS
-	out.LoadCPU = roundTo(c.LoadCPU*f, 4)
-	out.Tiers = map[string]*TierCosts{}
-	for k, t := range c.Tiers {
-		out.Tiers[k] = &TierCosts{ServerTime: roundTo(t.ServerTime*f, 4), ServerConnTime: roundTo(t.ServerConnTime*f, 4),
-			ClientConnTime: roundTo(t.ClientConnTime*f, 4), Residual: t.Residual}
-	}
-	out.ProbeUS = probeUS
-	return &out
 }
 
 // perRequest is hop's connections opened per answered request, at least 0

@@ -8,19 +8,15 @@ import (
 
 // window makes a calibration window of a stack whose tiers cost exactly
 // the given CPU per request, for the connection rates given.
-func window(name string, nginxAcc, appAcc, redisAcc float64, probe float64) *Result {
+func window(name string, nginxAcc, appAcc, redisAcc float64) *Result {
 	const n = 1000
 	// nginx 0.06 + 0.03/accepted + 0.04/opened; app 0.7 + 0.1/accepted +
 	// 0.2/opened; redis 2 × 0.02 + 0.05/accepted; load 0.1.
-	k := 1.0
-	if probe > 0 {
-		k = probe / 200
-	}
-	r := &Result{Name: name, Requests: n, ProbeUS: probe, BackgroundCPU: 0.5, CPUPerRequestMS: map[string]float64{
-		"load":  k * 0.1,
-		"nginx": k * (0.06 + 0.03*nginxAcc + 0.04*appAcc),
-		"app":   k * (0.7 + 0.1*appAcc + 0.2*redisAcc),
-		"redis": k * (2*0.02 + 0.05*redisAcc),
+	r := &Result{Name: name, Requests: n, BackgroundCPU: 0.5, CPUPerRequestMS: map[string]float64{
+		"load":  0.1,
+		"nginx": 0.06 + 0.03*nginxAcc + 0.04*appAcc,
+		"app":   0.7 + 0.1*appAcc + 0.2*redisAcc,
+		"redis": 2*0.02 + 0.05*redisAcc,
 	}}
 	for _, h := range []struct {
 		name string
@@ -35,7 +31,7 @@ func window(name string, nginxAcc, appAcc, redisAcc float64, probe float64) *Res
 // per connection accepted and per connection opened; the users' kept
 // connections (none accepted by nginx) leave nginx's accept cost at 0.
 func TestCalibrate(t *testing.T) {
-	ws := []*Result{window("off-new", 0, 1, 1, 0), window("off-pool", 0, 1, 0, 0), window("on-new", 0, 0, 1, 0), window("on-pool", 0, 0, 0, 0)}
+	ws := []*Result{window("off-new", 0, 1, 1), window("off-pool", 0, 1, 0), window("on-new", 0, 0, 1), window("on-pool", 0, 0, 0)}
 	c, err := Calibrate(ws)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +61,7 @@ func TestCalibrate(t *testing.T) {
 // request whatever nginx does, so its accept cost cannot be told apart
 // from its work per request: it stays in server_time, and a note says so.
 func TestCalibrateNotSeparable(t *testing.T) {
-	ws := []*Result{window("off-new", 0, 1, 1, 0), window("off-pool", 0, 1, 0, 0), window("on-new", 0, 1, 1, 0), window("on-pool", 0, 1, 0, 0)}
+	ws := []*Result{window("off-new", 0, 1, 1), window("off-pool", 0, 1, 0), window("on-new", 0, 1, 1), window("on-pool", 0, 1, 0)}
 	c, err := Calibrate(ws)
 	if err != nil {
 		t.Fatal(err)
@@ -79,33 +75,12 @@ func TestCalibrateNotSeparable(t *testing.T) {
 	}
 }
 
-// TestCalibrateSpeed: windows measured while the CPU ran slower (the
-// probe took longer) cost more CPU per request; the calibration brings
-// them to the mean speed, and Scaled prices them at another.
-func TestCalibrateSpeed(t *testing.T) {
-	ws := []*Result{window("off-new", 0, 1, 1, 180), window("off-pool", 0, 1, 0, 220), window("on-new", 0, 0, 1, 200), window("on-pool", 0, 0, 0, 200)}
-	c, err := Calibrate(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.ProbeUS != 200 || math.Abs(c.Tiers["app"].ServerTime-0.7) > 1e-3 || math.Abs(c.Tiers["app"].ServerConnTime-0.1) > 1e-3 {
-		t.Errorf("probe %.1f, app %+v", c.ProbeUS, c.Tiers["app"])
-	}
-	slow := c.Scaled(300)
-	if math.Abs(slow.Tiers["app"].ServerTime-1.05) > 1e-3 || math.Abs(slow.LoadCPU-0.15) > 1e-3 {
-		t.Errorf("scaled to a probe of 300 µs: app %+v, load %.3f", slow.Tiers["app"], slow.LoadCPU)
-	}
-	if c.Tiers["app"].ServerTime != 0.7 {
-		t.Error("Scaled changed the original")
-	}
-}
-
 // TestCalibrateErrors: no window, or a window that answered nothing.
 func TestCalibrateErrors(t *testing.T) {
 	if _, err := Calibrate(nil); err == nil {
 		t.Error("no window calibrated")
 	}
-	w := window("x", 0, 0, 0, 0)
+	w := window("x", 0, 0, 0)
 	w.Requests = 0
 	if _, err := Calibrate([]*Result{w}); err == nil || !strings.Contains(err.Error(), "answered no request") {
 		t.Errorf("empty window: %v", err)

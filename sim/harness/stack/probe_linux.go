@@ -17,8 +17,9 @@ import (
 // apart. The probe measures it: every 10 ms it does a fixed piece of work
 // (a pseudo-random walk over a table a little larger than a core's L1
 // cache, about 50 µs) and reads the CPU time its thread spent on it. The
-// median over a window says how fast the CPU ran for the stack in that
-// window; calibration and prediction divide and multiply by it.
+// median over a window says how fast the CPU ran in that window. It is
+// recorded, not used by the model: scaling the costs by it did not
+// predict better than interleaving the calibration with the measurement.
 
 // probeTable is walked by probeWork.
 var probeTable = func() []uint32 {
