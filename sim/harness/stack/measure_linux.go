@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,12 +68,15 @@ func (st *Stack) readCounts(sn *snapshot) (err error) {
 }
 
 // sampler records, every 100 ms, the most open and closing sockets of
-// each hop in the current window.
+// each hop in the current window, and how the load's connections are
+// spread over nginx's workers.
 type sampler struct {
 	mu      sync.Mutex
 	win     int // -1: before the first window
 	open    [][]int
 	closing [][]map[string]int
+	st      *Stack
+	split   []int // the load's connections per nginx worker, at the last sample
 }
 
 func newSampler(windows, hops int) *sampler {
@@ -102,11 +106,15 @@ func (s *sampler) run(ctx context.Context, hops []Hop, own *harnessCPU) {
 		}
 		t0 := threadCPU()
 		hs, err := readHops(hops, notTW, false)
+		split := s.st.nginxSplit()
 		own.add(threadCPU() - t0)
 		if err != nil {
 			continue
 		}
 		s.mu.Lock()
+		if split != nil && s.win >= 0 {
+			s.split = split
+		}
 		if w := s.win; w >= 0 && w < len(s.open) {
 			for i, h := range hs {
 				s.open[w][i] = max(s.open[w][i], h.client[stEstablished])
@@ -181,6 +189,7 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 		snaps[i] = &snapshot{}
 	}
 	smp := newSampler(nl, len(hops))
+	smp.st = st
 	probe := newSpeedProbe(nl)
 	stalls := newStallProbe(nl)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
@@ -310,7 +319,59 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 		res.Calibration = results[1]
 	}
 	res.NginxErrors = nginxErrors(filepath.Join(st.Dir, "error.log"))
+	smp.mu.Lock()
+	res.NginxWorkerConns = smp.split
+	smp.mu.Unlock()
 	return res, nil
+}
+
+// nginxSplit counts the load's established connections held by each nginx
+// worker (the kernel hands a new connection to whichever worker accepts it
+// first), largest first; nil when it cannot be read.
+func (st *Stack) nginxSplit() []int {
+	master := st.Pids()["nginx"]
+	byInode := map[uint64]int{}
+	var workers []int
+	_ = walkTree(master, func(p int, _ []string) {
+		if p == master {
+			return
+		}
+		workers = append(workers, p)
+		dir := filepath.Join("/proc", strconv.Itoa(p), "fd")
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			l, err := os.Readlink(filepath.Join(dir, e.Name()))
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			if ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"), 10, 64); err == nil {
+				byInode[ino] = p
+			}
+		}
+	})
+	if len(workers) == 0 {
+		return nil
+	}
+	count := map[int]int{}
+	err := dumpSockets(1<<stEstablished, func(s diagSock) {
+		if s.lport == uint16(st.NginxPort) {
+			if p, ok := byInode[uint64(s.inode)]; ok {
+				count[p]++
+			}
+		}
+	})
+	if err != nil {
+		return nil
+	}
+	out := make([]int, 0, len(workers))
+	for _, p := range workers {
+		out = append(out, count[p])
+	}
+	slices.SortFunc(out, func(a, b int) int { return b - a })
+	return out
 }
 
 // windowAcc adds up the slices of one window.

@@ -41,7 +41,11 @@ type Result struct {
 	TCPExt map[string]int64 `json:"tcp_ext"`
 	// NginxErrors counts lines of nginx's error log by what they say.
 	NginxErrors map[string]int `json:"nginx_errors,omitempty"`
-	LoadAvg     string         `json:"loadavg_before"`
+	// NginxWorkerConns: the load's established connections each nginx
+	// worker held at the last sample, largest first (the kernel, not a
+	// rule, spreads them).
+	NginxWorkerConns []int  `json:"nginx_worker_conns,omitempty"`
+	LoadAvg          string `json:"loadavg_before"`
 	// MachineCPUMS: the whole machine's busy CPU time in the window (all
 	// CPUs, /proc/stat), StealMS what the hypervisor took; BackgroundCPU:
 	// the machine's busy time that was not the stack's (other programs,

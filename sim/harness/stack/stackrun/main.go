@@ -49,10 +49,16 @@ func main() {
 	appendTo := flag.Bool("append", false, "with -o, add the runs to the record already in that file (same software versions)")
 	quiet := flag.Float64("quiet", 0, "before each run, wait until the 1-minute load average is below this (0: do not wait)")
 	quietMax := flag.Duration("quiet-max", 10*time.Minute, "wait at most this long for -quiet")
+	tag := flag.String("tag", "", "a batch label added to each run's name (\"/TAG\")")
+	fit := flag.Bool("fit", false, "fit each app server's costs over the calibration windows of the records named as arguments (stack.Calibrate), print them as JSON, and run nothing")
 	merge := flag.Bool("merge", false, "merge the records named as arguments (same software versions) into -o, and run nothing")
 	flag.Parse()
 	if *merge {
 		check(mergeRecords(*out, flag.Args()))
+		return
+	}
+	if *fit {
+		check(fitRecords(flag.Args()))
 		return
 	}
 
@@ -78,6 +84,9 @@ func main() {
 							name := fmt.Sprintf("%s/ka%d/%s/%s-c%d", app, k, rd, ld, n)
 							if *ports == "" {
 								name += "/kernel-defaults"
+							}
+							if *tag != "" {
+								name += "/" + *tag
 							}
 							specs = append(specs, stack.Spec{
 								Name: name,
@@ -231,4 +240,38 @@ func check(err error) {
 		fmt.Fprintf(os.Stderr, "stackrun: %v\n", err)
 		os.Exit(2)
 	}
+}
+
+// fitRecords prints, per app server, the costs fitted over the calibration
+// windows of the runs in the records named.
+func fitRecords(files []string) error {
+	windows := map[string][]*stack.Result{}
+	for _, f := range files {
+		r, err := readRecord(f)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("%s: no record", f)
+		}
+		for _, run := range r.Runs {
+			if run.Calibration != nil {
+				windows[run.AppServer] = append(windows[run.AppServer], run.Calibration)
+			}
+		}
+	}
+	out := map[string]*stack.Costs{}
+	for app, ws := range windows {
+		c, err := stack.Calibrate(ws)
+		if err != nil {
+			return err
+		}
+		out[app] = c
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(b))
+	return nil
 }
