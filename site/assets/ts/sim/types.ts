@@ -38,7 +38,7 @@ export interface BlockData {
 }
 
 export interface Ev {
-  kind: string; at_ms: number; req?: number; call?: number; worker?: number; conn?: number;
+  kind: string; at_ms: number; hop?: number; req?: number; call?: number; worker?: number; conn?: number;
   new_conn?: boolean; reused?: boolean; retried?: boolean; num_connects?: number;
   start_ms?: number; queue_ms?: number; namelookup_ms?: number; connect_ms?: number;
   appconnect_ms?: number; starttransfer_ms?: number; total_ms?: number; handshake?: string;

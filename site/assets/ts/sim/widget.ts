@@ -10,6 +10,7 @@
 // server reads the lab files afresh, so an author's edit shows at the next
 // run without a rebuild. The model in the page is for hosts without one.
 import { CDF } from "./cdf";
+import { ChainView, chainOf } from "./chain";
 import { PHASE, VARIANT, el } from "./canvas";
 import { Controls } from "./controls";
 import { t, int, num, ms } from "./i18n";
@@ -36,7 +37,7 @@ interface Transport {
 
 let firstResult = false; // a run finished on this page (benchmarks read the mark)
 
-interface Pane { d: VariantData; wf: Waterfall; tl: Timeline; root: HTMLElement }
+interface Pane { d: VariantData; wf: Waterfall; tl: Timeline; root: HTMLElement; chain?: ChainView }
 
 export class Widget {
   readonly block: string;
@@ -232,8 +233,11 @@ export class Widget {
       root.append(chips); // even empty: panes line up on a subgrid
       const wf = new Waterfall((html, e) => this.tip(html, e));
       const tl = new Timeline((html, e) => this.tip(html, e), portCount(this.data.portRange));
+      const tiers = chainOf(this.data.results?.variants?.find((x) => x.name === d.name)?.summary);
+      const chain = tiers ? new ChainView(tiers) : undefined;
+      if (chain) root.append(chain.root);
       root.append(el("p", "sim-sub", t("w_waterfall")), wf.root, el("p", "sim-sub", t("w_connections")), tl.root);
-      return { d, wf, tl, root };
+      return { d, wf, tl, root, chain };
     });
     this.panesEl.replaceChildren(...this.panes.map((p) => p.root));
     this.panesEl.style.setProperty("--cols", String(Math.min(vs.length, 4)));
@@ -438,6 +442,8 @@ export class Widget {
         const d = this.variant(m.variant);
         const evs = m.events || [];
         if (d) for (let i = 0; i < evs.length; i++) d.add(evs[i]);
+        const chain = this.panes.find((p) => p.d === d)?.chain;
+        if (chain) for (let i = 0; i < evs.length; i++) chain.add(evs[i]);
         this.events += evs.length;
         break;
       }
@@ -464,6 +470,7 @@ export class Widget {
           const d = this.variant(v.name);
           if (!d) continue;
           if (v.summary) d.summary = v.summary;
+          this.panes.find((p) => p.d === d)?.chain?.fromSummary(d.summary);
           d.error = v.error || "";
           d.model = v.model || null;
           d.compare = phaseRows(v.compare);
@@ -558,6 +565,7 @@ export class Widget {
     for (const p of this.panes) {
       p.wf.render(p.d, x);
       p.tl.render(p.d, (rows || 1) * 1.04, gauge || 1);
+      p.chain?.render();
     }
     this.cdf.render(vs);
     if (this.summaryDirty) {
