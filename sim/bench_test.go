@@ -57,3 +57,15 @@ func benchRun(b *testing.B, s Scenario) {
 	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(events)/float64(b.N), "events/run")
 }
+
+// BenchmarkRunSmall is one small variant (ten requests, one connection), as
+// a lab of many variants runs it: what setting up a run costs.
+func BenchmarkRunSmall(b *testing.B) {
+	s := Default()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Run(context.Background(), s, Options{Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -108,10 +108,10 @@ type cpuSeg struct {
 
 // chop is one hop: the connections into one tier.
 type chop struct {
-	free             [2]ring[int32] // free even and odd local ports (see ports.go)
+	search           ports // connect()'s search of the local ports (ports.go)
 	twq              [2]ring[ctwEntry]
 	twLive           [2]int   // sockets in TIME_WAIT now (the queues also hold ones taken back)
-	srvTW            []uint32 // by client port: the server's TIME_WAIT socket for it (its serial; 0: none)
+	srvTW            []uint32 // by client port: the server's TIME_WAIT socket for it (its serial; 0: none); made on first use
 	srvSerial        uint32
 	twTimer          [2]bool
 	open, openPeak   int
@@ -133,7 +133,9 @@ type chop struct {
 }
 
 // ctwEntry is a socket in TIME_WAIT: when it entered, the client port of
-// its connection, and for the server's side its serial (see chop.srvTW).
+// its connection, and its serial: for the server's side see chop.srvTW,
+// for the client's it is its number in the port search
+// (ports.enterTimeWait).
 type ctwEntry struct {
 	at     time.Duration
 	port   int32
@@ -223,10 +225,8 @@ func newChain(s Scenario, opt Options) *chainModel {
 			t.workers[w].pool = -1
 		}
 		hp := &m.hops[i]
-		hp.srvTW = make([]uint32, s.PortRange.Hi+1)
-		for p := s.PortRange.Lo; p <= s.PortRange.Hi; p++ {
-			hp.free[p&1].push(int32(p))
-		}
+		// Each hop has its own destination, so its own search.
+		hp.search.configure(s.PortRange, m.twReuse, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
 		hp.serverAcc, hp.bothAcc = 0.5, 0.5 // round the shares' counts
 	}
 	if s.CPUs > 0 {
@@ -1016,22 +1016,20 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 	return ci
 }
 
-// allocPort finds a local port for a connection over hop h, the way
-// ports.go describes Linux's connect(): free even ports, then (with
-// tcp_tw_reuse) a TIME_WAIT port more than a second old, then odd ports.
-// A port whose last connection the server closed first is free on the
-// client's side; if the server still holds that TIME_WAIT socket, the new
-// SYN takes it over (tcp_timewait_state_process: same four-tuple, newer
-// timestamp).
+// allocPort finds a local port for a connection over hop h, by the
+// kernel's search (ports.go), which may take over the client's TIME_WAIT
+// socket on the port it lands on. A port whose last connection the server
+// closed first is free on the client's side; if the server still holds
+// that TIME_WAIT socket, the new SYN takes it over
+// (tcp_timewait_state_process: same four-tuple, newer timestamp).
 func (m *chainModel) allocPort(h int) (int32, bool) {
 	hp := &m.hops[h]
-	var port int32
-	tw := &hp.twq[sideClient]
-	switch {
-	case hp.free[0].len() > 0:
-		port = hp.free[0].pop()
-	case m.twReuse && tw.len() > 0 && m.now-tw.peek().at >= TWReuseDelay:
-		port = tw.pop().port
+	p, tookOver, ok := hp.search.connect(m.now)
+	if !ok {
+		return 0, false
+	}
+	port := int32(p)
+	if tookOver {
 		hp.twLive[sideClient]--
 		m.tw[sideClient]--
 		hp.twReused++
@@ -1040,12 +1038,8 @@ func (m *chainModel) allocPort(h int) (int32, bool) {
 			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: "client", Reason: "reused"}
 			m.sink(&m.ev)
 		}
-	case hp.free[1].len() > 0:
-		port = hp.free[1].pop()
-	default:
-		return 0, false
 	}
-	if hp.srvTW[port] != 0 {
+	if hp.srvTW != nil && hp.srvTW[port] != 0 {
 		hp.srvTW[port] = 0
 		hp.twLive[sideServer]--
 		m.tw[sideServer]--
@@ -1084,7 +1078,7 @@ func (m *chainModel) closeConn(ci int32, first side, both bool, reason CloseReas
 	if first == sideClient || both {
 		m.enterTimeWait(h, sideClient, c.port)
 	} else {
-		hp.free[c.port&1].push(c.port)
+		hp.search.free(int(c.port))
 		hp.ports--
 	}
 	hp.open--
@@ -1111,11 +1105,16 @@ func (m *chainModel) enterTimeWait(h int, s side, port int32) {
 	if s == sideServer {
 		hp.srvSerial++
 		e.serial = hp.srvSerial
+		if hp.srvTW == nil {
+			hp.srvTW = make([]uint32, m.s.PortRange.Hi+1)
+		}
 		if hp.srvTW[port] != 0 {
 			hp.twLive[s]-- // cannot happen: the client's port was in use
 			m.tw[s]--
 		}
 		hp.srvTW[port] = e.serial
+	} else {
+		e.serial = hp.search.enterTimeWait(int(port), m.now)
 	}
 	tw.push(e)
 	hp.twEntered[s]++
@@ -1135,19 +1134,30 @@ func (m *chainModel) enterTimeWait(h int, s side, port int32) {
 
 // timeWaitEnd expires hop h's TIME_WAIT sockets on side s that are due,
 // freeing the client's ports, and queues one event for the next. A
-// server's socket a new SYN took over is already gone.
+// server's socket a new SYN took over is already gone, and so is a
+// client's that connect() took over: their entries are dropped.
 func (m *chainModel) timeWaitEnd(h int, s side) {
 	hp := &m.hops[h]
 	tw := &hp.twq[s]
-	for tw.len() > 0 && tw.peek().at+TimeWaitLen <= m.now {
-		e := tw.pop()
+	for tw.len() > 0 {
+		e := tw.peek()
+		var live bool
 		if s == sideServer {
-			if hp.srvTW[e.port] != e.serial {
-				continue
-			}
+			live = hp.srvTW[e.port] == e.serial
+		} else {
+			live = hp.search.holdsTimeWait(int(e.port), e.serial)
+		}
+		if live && e.at+TimeWaitLen > m.now {
+			break
+		}
+		tw.pop()
+		if !live {
+			continue
+		}
+		if s == sideServer {
 			hp.srvTW[e.port] = 0
 		} else {
-			hp.free[e.port&1].push(e.port)
+			hp.search.leaveTimeWait(int(e.port), e.serial)
 			hp.ports--
 		}
 		hp.twLive[s]--

@@ -151,7 +151,7 @@ type model struct {
 	load
 	workers
 	pools
-	ports
+	ports ports // the client's local ports towards the server
 	sockets
 	srv server
 
@@ -181,7 +181,7 @@ func newModel(s Scenario, opt Options) *model {
 	}
 	m.series.Interval = s.SeriesInterval
 	m.initWorkers()
-	m.initPorts()
+	m.ports.configure(s.PortRange, m.twReuse, opt.Seed)
 	return m
 }
 
@@ -269,9 +269,9 @@ func (m *model) sample() {
 	x := Sample{
 		T:              roundS(m.now),
 		Open:           m.open,
-		TimeWait:       m.tw[sideClient].len(),
-		ServerTimeWait: m.tw[sideServer].len(),
-		PortsInUse:     m.open + m.tw[sideClient].len(),
+		TimeWait:       m.twN[sideClient],
+		ServerTimeWait: m.twN[sideServer],
+		PortsInUse:     m.open + m.twN[sideClient],
 		Requests:       m.col.s.Requests - m.lastSample.Requests,
 		Connects:       m.col.s.Connects - m.lastSample.Connects,
 		Errors:         m.col.s.Errors - m.lastSample.Errors,

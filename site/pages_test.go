@@ -881,7 +881,10 @@ type registryRow struct {
 var modelValues = map[string]func(sim.Scenario) (float64, string){
 	"sim.TimeWaitLen":  func(sim.Scenario) (float64, string) { return sim.TimeWaitLen.Seconds(), "s" },
 	"sim.TWReuseDelay": func(sim.Scenario) (float64, string) { return sim.TWReuseDelay.Seconds(), "s" },
-	"port_range size":  func(d sim.Scenario) (float64, string) { return float64(d.PortRange.Size()), "" },
+	"sim.PortShufflePeriod": func(sim.Scenario) (float64, string) {
+		return sim.PortShufflePeriod.Seconds(), "s"
+	},
+	"port_range size": func(d sim.Scenario) (float64, string) { return float64(d.PortRange.Size()), "" },
 	"port_range size ÷ sim.TimeWaitLen": func(d sim.Scenario) (float64, string) {
 		return float64(d.PortRange.Size()) / sim.TimeWaitLen.Seconds(), ""
 	},

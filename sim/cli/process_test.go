@@ -97,11 +97,13 @@ func exitOf(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
 // many seconds.
 func bigLabs(t *testing.T) map[string]string {
 	var blocks, variants strings.Builder
+	// 2,000 requests a block or variant: runs of a few requests are so
+	// cheap that either lab would run to its end in about 2 s.
 	blocks.WriteString("+++\ntitle = \"many blocks\"\n+++\n")
 	for i := 0; blocks.Len() < 500<<10; i++ {
-		fmt.Fprintf(&blocks, "\n```sim {id=\"b%d\"}\nrequests = 200\ntls = \"none\"\nexpect = [\"connects == 200\"]\n```\n", i)
+		fmt.Fprintf(&blocks, "\n```sim {id=\"b%d\"}\nrequests = 2000\ntls = \"none\"\nexpect = [\"connects == 2000\"]\n```\n", i)
 	}
-	variants.WriteString("```sim {id=\"wide\"}\nrequests = 1\ntls = \"none\"\nexpect = [\"v0.connects == 1\"]\n")
+	variants.WriteString("```sim {id=\"wide\"}\nrequests = 2000\ntls = \"none\"\nexpect = [\"v0.connects == 2000\"]\n")
 	for i := 0; variants.Len() < 500<<10; i++ {
 		fmt.Fprintf(&variants, "[[variant]]\nname = \"v%d\"\n", i)
 	}

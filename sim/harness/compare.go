@@ -186,12 +186,15 @@ func CompareCounts(model, measured *sim.Summary, timing, overlap, kernelSpread b
 
 // compareTimeWait compares the client's TIME_WAIT sockets. With
 // tcp_tw_reuse, connect() takes over a TIME_WAIT port more than a second old
-// wherever its port search lands, and where that search starts is the
-// kernel's random choice, moved every 10 s; the model takes one only when no
-// free port is left. Where the two took over different numbers, each
-// socket that entered TIME_WAIT is still held or was taken over, so in a
-// run too short for any to expire (the peak is then the count at the end)
-// the peak plus those taken over is what must agree.
+// wherever its port search lands, and where that search starts is random,
+// moved every 10 s: in the kernel and in the model alike, so how many ports
+// each takes over is chance, and the two rarely agree. What must agree is
+// how many sockets entered TIME_WAIT: each is still held or was taken over,
+// so in a run too short for any to expire (the peak is then the count at the
+// end) that is the peak plus those taken over, compared exactly (or within
+// the timing slack). The split between held and taken over is shown, not
+// compared. Where both took over as many (nearly always none), the peak is
+// compared by itself; where sockets expired during the run, it is shown only.
 func compareTimeWait(model, measured *sim.Summary, timing bool) []CountRow {
 	mp, rp, mr, rr := model.TimeWaitPeak, measured.TimeWaitPeak, model.TimeWaitReused, measured.TimeWaitReused
 	allowed := func(a, b int) (string, bool) {
@@ -210,12 +213,16 @@ func compareTimeWait(model, measured *sim.Summary, timing bool) []CountRow {
 		}
 		return []CountRow{peak, reused}
 	}
-	reused.Allowed = "not compared: the kernel picks the ports it takes over at random (its port search starts at a point moved every 10 s); the model takes one only when no free port is left"
+	reused.Allowed = "not compared: which TIME_WAIT ports connect() lands on is chance, in the kernel and the model alike (its port search starts at a random point, moved every 10 s)"
 	peak := CountRow{Name: "time_wait_peak", Model: mp, Measured: rp}
 	// The last reading comes within seconds of the last request: with 10 s
 	// to spare, no socket had been in TIME_WAIT for 60 s by then.
 	if model.DurationS >= (sim.TimeWaitLen - 10*time.Second).Seconds() {
-		peak.Allowed, peak.OK = fmt.Sprintf("not compared: TIME_WAIT sockets expired during the run, and the kernel took over %d ports where the model took over %d", rr, mr), true
+		peak.Allowed, peak.OK = fmt.Sprintf("not compared: TIME_WAIT sockets expired during the run, and the two took over different numbers of ports (the model %d, the sampler counted %d)", mr, rr), true
+		// Where sockets expire, the sampler's count of takeovers is not
+		// to be trusted: 90 s runs with tcp_tw_reuse = 0, which takes over
+		// nothing, counted 1,749 to 2,770.
+		reused.Allowed += "; and where sockets expire during the run the sampler's count is not reliable"
 		return []CountRow{peak, reused}
 	}
 	how, ok := allowed(mp+mr, rp+rr)

@@ -88,10 +88,12 @@ const scalingRules = `How a block is scaled to run for real (the model runs the 
      depends on timing, and connects/TIME_WAIT are compared within ±max(2, 10%).
      With nginx the kernel, not a rule, spreads connections over its workers:
      connects per worker is shown, not compared; its log's times are whole
-     milliseconds, allowed on top of the tolerance. With tcp_tw_reuse, which
-     TIME_WAIT ports connect() takes over is the kernel's random choice: where
-     it took over a different number than the model, the client's TIME_WAIT
-     peak is compared with the ports taken over (time_wait_reused) added back.
+     milliseconds, allowed on top of the tolerance. With tcp_tw_reuse, how many
+     TIME_WAIT ports connect() takes over is chance, in the kernel and in the
+     model (its port search starts at a random point, moved every 10 s): where
+     the two took over different numbers, the client's TIME_WAIT peak is
+     compared with the ports taken over (time_wait_reused) added back, and
+     time_wait_reused is shown.
 `
 
 const setupRules = `What a variant runs on is its setup key (auto, the default: proxy when a

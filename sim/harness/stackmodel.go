@@ -120,19 +120,32 @@ func windowSummary(ctx context.Context, s sim.Scenario, slices [][2]time.Duratio
 	hops := make([]sim.HopSummary, len(names))
 	var lat []float64
 	failed := 0
-	in := func(at time.Duration) bool {
-		for _, sl := range slices {
+	sliceOf := func(at time.Duration) int {
+		for i, sl := range slices {
 			if at >= sl[0] && at < sl[1] {
-				return true
+				return i
 			}
 		}
-		return false
+		return -1
 	}
+	in := func(at time.Duration) bool { return sliceOf(at) >= 0 }
+	// The real run counts the TIME_WAIT sockets that appeared in a slice
+	// and were still there at its end; one a new SYN took over (or
+	// tcp_tw_reuse took back) within the same slice is not seen.
+	type twKey struct {
+		hop  uint8
+		side sim.Side
+		port int
+	}
+	twSlice := map[twKey]int{}
 	sink := func(e *sim.Event) {
 		if fwd != nil {
 			fwd(e)
 		}
 		if !in(e.At) {
+			if e.Kind == sim.KindTimeWaitEnd {
+				delete(twSlice, twKey{e.Hop, e.By, e.LocalPort})
+			}
 			return
 		}
 		h := int(e.Hop) - 1
@@ -151,11 +164,22 @@ func windowSummary(ctx context.Context, s sim.Scenario, slices [][2]time.Duratio
 				hops[h].Reused++
 			}
 		case sim.KindTimeWait:
+			twSlice[twKey{e.Hop, e.By, e.LocalPort}] = sliceOf(e.At)
 			if e.By == sim.SideServer {
 				hops[h].TimeWaitServer++
 			} else {
 				hops[h].TimeWaitClient++
 			}
+		case sim.KindTimeWaitEnd:
+			k := twKey{e.Hop, e.By, e.LocalPort}
+			if sl, ok := twSlice[k]; ok && sl == sliceOf(e.At) {
+				if e.By == sim.SideServer {
+					hops[h].TimeWaitServer--
+				} else {
+					hops[h].TimeWaitClient--
+				}
+			}
+			delete(twSlice, k)
 		case sim.KindClose:
 			switch {
 			case e.Reason == sim.ReasonSimultaneous:

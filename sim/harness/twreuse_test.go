@@ -10,8 +10,9 @@ import (
 // TestValidateTWReuseLoopback runs the variant of issue 14 (item 10) as sim
 // validate does by default: 2,000 connections in 10 s to a loopback server
 // with tcp_tw_reuse = 2. The run always spans one of the kernel's 10 s port
-// reshuffles, after which connect() may take over TIME_WAIT ports the model
-// leaves alone; the counts must agree anyway.
+// reshuffles, after which connect() may take over TIME_WAIT ports, in the
+// kernel and in the model alike but rarely as many; the counts must agree
+// anyway.
 func TestValidateTWReuseLoopback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real runs")
