@@ -36,6 +36,7 @@ type machPiece struct {
 	seq    uint64 // ties end in start order
 	id     int32  // the job
 	load   bool   // the load's turn: the request goes out when it ends
+	beside bool   // work beside its process's one piece at a time (conn_parallel)
 }
 
 func (mc *machine) rate() float64 {
@@ -148,9 +149,12 @@ func (m *chainModel) machDone(gen int32) {
 	}
 	m.machNext()
 	for _, p := range ended {
-		if p.load {
+		switch {
+		case p.load:
 			m.callBegin(p.id)
-		} else {
+		case p.beside:
+			m.besideDone(p.id)
+		default:
 			m.cpuDone(p.id)
 		}
 	}

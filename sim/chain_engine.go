@@ -10,16 +10,17 @@ import (
 
 // Engine events of a chain (engine.go's queue, kinds of their own).
 const (
-	ckSend     evKind = 64 + iota // user a sends its next request (-1: an open-loop arrival)
-	ckArrive                      // job a's request reaches its tier
-	ckCPUDone                     // job a's piece of work ends
-	ckResponse                    // job a's response reaches its caller
-	ckIdle                        // server idle timer of connection a, generation b
-	ckTWEnd                       // TIME_WAIT expiry on hop a, side b
-	ckSample                      // time-series sample
-	ckMachDone                    // the shared CPUs' first piece ends (generation a)
-	ckLoadDone                    // the load generator's turn for request a ends (no shared CPUs)
-	ckLoadGate                    // the load generator stalls (a = 1) or runs again (a = 0): load_stall
+	ckSend       evKind = 64 + iota // user a sends its next request (-1: an open-loop arrival)
+	ckArrive                        // job a's request reaches its tier
+	ckCPUDone                       // job a's piece of work ends
+	ckResponse                      // job a's response reaches its caller
+	ckIdle                          // server idle timer of connection a, generation b
+	ckTWEnd                         // TIME_WAIT expiry on hop a, side b
+	ckSample                        // time-series sample
+	ckMachDone                      // the shared CPUs' first piece ends (generation a)
+	ckLoadDone                      // the load generator's turn for request a ends (no shared CPUs)
+	ckLoadGate                      // the load generator stalls (a = 1) or runs again (a = 0): load_stall
+	ckBesideDone                    // job a's work beside its process's (conn_parallel) ends
 )
 
 // Job phases: what a job does when its piece of work ends.
@@ -278,6 +279,8 @@ func (m *chainModel) run(ctx context.Context) error {
 			m.callBegin(it.a)
 		case ckLoadGate:
 			m.loadGate(it.a == 1)
+		case ckBesideDone:
+			m.besideDone(it.a)
 		case ckSample:
 			m.sample()
 			if m.stopAt < 0 || m.now+m.s.SeriesInterval <= m.stopAt {
@@ -500,6 +503,31 @@ func (m *chainModel) cpu(ji int32, d time.Duration, ph uint8) {
 	m.runWork(ji, d)
 }
 
+// runBeside runs d of job ji's work beside its worker process's one piece
+// at a time (conn_parallel: a system call, with the interpreter's lock
+// released), on the shared CPUs if any, then continues the job in phase
+// ph.
+func (m *chainModel) runBeside(ji int32, d time.Duration, ph uint8) {
+	j := &m.jobs[ji]
+	j.phase = ph
+	m.tiers[j.tier].busy += d
+	if m.mach == nil {
+		m.schedule(m.now+d, ckBesideDone, ji, 0)
+		return
+	}
+	m.machStart(machPiece{id: ji, beside: true}, d)
+}
+
+// besideDone: job ji's work beside its process's has ended.
+func (m *chainModel) besideDone(ji int32) {
+	switch m.jobs[ji].phase {
+	case phAccept:
+		m.takeThread(ji)
+	case phConnect:
+		m.connect(ji)
+	}
+}
+
 func (m *chainModel) cpuDone(ji int32) {
 	j := &m.jobs[ji]
 	t := &m.tiers[j.tier]
@@ -527,8 +555,12 @@ func (m *chainModel) cpuDone(ji int32) {
 // the tier accepts first) or a kept one.
 func (m *chainModel) arrive(ji int32) {
 	j := &m.jobs[ji]
-	if d := m.tiers[j.tier].s.ServerConnTime; j.newConn && d > 0 {
-		m.cpu(ji, d, phAccept)
+	if t := &m.tiers[j.tier]; j.newConn && t.s.ServerConnTime > 0 {
+		if t.s.ConnParallel {
+			m.runBeside(ji, t.s.ServerConnTime, phAccept)
+		} else {
+			m.cpu(ji, t.s.ServerConnTime, phAccept)
+		}
 		return
 	}
 	m.takeThread(ji)
@@ -744,8 +776,12 @@ func (m *chainModel) openConn(ji, o int32) {
 		m.sink(&m.ev)
 	}
 	if h > 0 {
-		if d := m.tiers[h-1].s.ClientConnTime; d > 0 {
-			m.cpu(ji, d, phConnect)
+		if t := &m.tiers[h-1]; t.s.ClientConnTime > 0 {
+			if t.s.ConnParallel {
+				m.runBeside(ji, t.s.ClientConnTime, phConnect)
+			} else {
+				m.cpu(ji, t.s.ClientConnTime, phConnect)
+			}
 			return
 		}
 	}
