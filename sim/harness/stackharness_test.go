@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -299,4 +300,48 @@ func TestStackCancel(t *testing.T) {
 	if after := leftovers(t); len(after) > len(before) {
 		t.Errorf("left behind: %v", after)
 	}
+}
+
+// TestValidateStackLabs validates every block with tiers of every lab on
+// the real stack, at the lab's parameters with a 3 s measured window:
+// every hop's counts and the throughput within the tolerance, unless the
+// machine is busy (then reported, as the other timing tests do). Its
+// verdict lines carry the load average at the time.
+func TestValidateStackLabs(t *testing.T) {
+	needStack(t)
+	eachBlock(t, func(t *testing.T, file string, b *lab.Block) {
+		if !isStackBlock(t, b) {
+			t.Skip("one hop: TestValidateLabs")
+		}
+		before := leftovers(t)
+		opt := Options{Seed: 1, MaxDuration: 3 * time.Second, Executable: simBin}
+		bv, err := Validate(context.Background(), b, opt, DefaultTolerance, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy, load := machineBusy()
+		for _, v := range bv.Variants {
+			var bad []string
+			if v.Chain != nil {
+				for _, r := range v.Chain.Rows {
+					if !r.OK {
+						bad = append(bad, fmt.Sprintf("%s/%s/%s %.1f/%.1f", r.Hop, r.Side, r.Metric, r.Model, r.Measured))
+					}
+				}
+			}
+			t.Logf("%s/%s ok=%v attempts=%d %s %s [%s]", b.ID, v.Name, v.OK, v.Attempts, v.Skipped, strings.Join(bad, "; "), load)
+			switch {
+			case v.Skipped != "":
+			case v.Chain == nil:
+				t.Errorf("%s/%s: no comparison per hop", b.ID, v.Name)
+			case !v.OK && !busy:
+				t.Errorf("%s/%s outside tolerance (%s): %s", b.ID, v.Name, StackTolerance, strings.Join(bad, "; "))
+			case !v.OK:
+				t.Logf("%s/%s outside tolerance; not asserted: the machine is busy (%s; CONNLAB_STRICT_TIMING=1 asserts anyway)", b.ID, v.Name, load)
+			}
+		}
+		if after := leftovers(t); len(after) > len(before) {
+			t.Errorf("left behind: %v", after)
+		}
+	})
 }
