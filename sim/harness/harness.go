@@ -26,7 +26,11 @@
 // for and installed); PHP-like worker processes whose client state lives
 // for a call, a request (curl_share_init) or the process
 // (curl_share_init_persistent); and a load generator, closed or open loop.
-// A block's setup key says which of them run (see ScalingRules).
+// A block's setup key says which of them run (see ScalingRules). A block
+// with tiers runs on the real programs instead (setup = "stack", package
+// stack: nginx → the Flask app under gunicorn or Flask's server →
+// redis-server), calibrated and compared per hop and side (stackplan.go,
+// stackrun.go, stackmodel.go, stackvalidate.go).
 //
 // Round trips are injected in user space (the kernel need not have netem):
 // the client's dialer waits one RTT for the TCP handshake, and every byte

@@ -94,6 +94,15 @@ const scalingRules = `How a block is scaled to run for real (the model runs the 
      the two took over different numbers, the client's TIME_WAIT peak is
      compared with the ports taken over (time_wait_reused) added back, and
      time_wait_reused is shown.
+  8. A block with tiers (setup = "stack") is not scaled: nginx, gunicorn or
+     Flask's server and redis-server keep their own timers. Each variant runs
+     a 1.5 s warm-up, then a calibration window (up to 2.5 s) and the measured
+     window (up to 5 s, and --max-duration) in alternate 0.5 s slices. The
+     calibration windows of all variants give each tier's CPU per request and
+     per connection; each variant's model also gets the CPU other programs
+     took, the load's stalls and the close race's shares of its own measured
+     window. Per hop and side, connections opened and TIME_WAIT sockets, and
+     the throughput, must be within 15 % (or 3 for small counts).
 `
 
 const setupRules = `What a variant runs on is its setup key (auto, the default: proxy when a
