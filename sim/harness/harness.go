@@ -152,6 +152,11 @@ func RunBlock(ctx context.Context, b *lab.Block, opt Options) (*lab.BlockResult,
 	if err != nil {
 		return nil, err
 	}
+	if p.isStack() {
+		if err := r.stackScenarios(ctx, opt.Seed); err != nil {
+			return nil, err
+		}
+	}
 	return r.Result, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -344,4 +345,28 @@ func TestValidateStackLabs(t *testing.T) {
 			t.Errorf("left behind: %v", after)
 		}
 	})
+}
+
+// TestStackRunBlock: the page's Run real gets, with each measured stack
+// variant, the calibrated scenario its model should run: the machine's
+// CPUs, the costs fitted on the run, as long as the measured window.
+func TestStackRunBlock(t *testing.T) {
+	needStack(t)
+	b := writeLab(t, stackBlock)
+	res, err := RunBlock(context.Background(), b, Options{Seed: 1, MaxDuration: time.Second, Variants: []string{"off-new"}, Executable: simBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Variants[0]
+	if v.Summary == nil || v.Scenario == nil {
+		t.Fatalf("variant %+v", v)
+	}
+	s := v.Scenario
+	if s.CPUs != runtime.NumCPU() || s.Duration != time.Second || s.TierScenario(1).ServerTime <= 0 || s.LoadCPU <= 0 {
+		t.Errorf("the model's scenario: cpus %d, duration %s, app server_time %s, load_cpu %s",
+			s.CPUs, s.Duration, s.TierScenario(1).ServerTime, s.LoadCPU)
+	}
+	if v.Summary.Hop["redis"].TimeWaitClient == 0 {
+		t.Errorf("measured Redis hop %+v", v.Summary.Hop["redis"])
+	}
 }

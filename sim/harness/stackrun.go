@@ -139,3 +139,25 @@ func tierWorkers(s *sim.Scenario) []int {
 	}
 	return out
 }
+
+// stackScenarios gives each measured stack variant of r the scenario its
+// model should run to set against it, for a caller that runs the model
+// itself (the page's Run real): calibrated as Validate's (see stackModel),
+// and as long as the measured window (the model's run then starts cold,
+// where the real window came after a warm-up).
+func (r *Run) stackScenarios(ctx context.Context, seed uint64) error {
+	res, err := r.Model(ctx, seed, nil)
+	if err != nil {
+		return err
+	}
+	for i, vr := range r.Result.Variants {
+		mv := res.Variants[i]
+		if r.Variants[i].Stack == nil || mv.Scenario == nil || vr.Summary == nil {
+			continue
+		}
+		s := *mv.Scenario
+		s.Duration = r.Plan.Variants[i].Stack.Window
+		vr.Scenario = &s
+	}
+	return nil
+}
