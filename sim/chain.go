@@ -20,6 +20,9 @@ import (
 //	                   event loop), its threads wait on calls in parallel
 //	server_time        its own work per request
 //	server_conn_time   its work to accept a new connection
+//	conn_parallel      that work, and client_conn_time's, runs beside its
+//	                   one piece at a time (CPython's socket calls release
+//	                   the GIL; not nginx's or Redis's event loop)
 //	keepalive_timeout  it closes a connection idle this long (0: never)
 //	keepalive_requests it closes a connection after this many requests
 //	                   (1: it cannot keep connections, like Flask's
@@ -29,6 +32,9 @@ import (
 //	                   exchange (see below)
 //	rtt                the round trip of the hop into it
 //	server_jitter      server_time varies uniformly by this fraction
+//	dispatch           how its new connections are spread over its workers:
+//	                   random (the kernel hands each to whichever worker
+//	                   takes it first, as with nginx's workers), else in turn
 //
 // As a client of the next tier it uses: reuse (none, request, pool or
 // process, upstream-keepalive), upstream_keepalive, pool_max,
@@ -84,7 +90,7 @@ var blockOnlyKeys = map[string]bool{
 	"mode": true, "requests": true, "duration": true, "load": true, "concurrency": true,
 	"think_time": true, "pause_every": true, "pause": true, "rate": true, "arrival": true,
 	"client_rtt": true, "port_range": true, "tw_reuse": true, "loopback": true, "linger": true,
-	"series_interval": true, "client_keepalive": true,
+	"series_interval": true, "client_keepalive": true, "cpus": true, "cpu_background": true, "load_cpu": true, "load_stalls": true, "load_stall": true, "load_stall_p99": true,
 }
 
 // tierUnsupported are keys the chain does not model: each tier is plain
@@ -96,7 +102,7 @@ var tierUnsupported = map[string]string{
 	"share_sets": "not modelled in tiers", "app_time": "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",
-	"max_requests":       "not modelled in tiers", "dispatch": "a tier's connections are spread over its workers in turn",
+	"max_requests":       "not modelled in tiers",
 }
 
 func isTierKey(key string) bool { return strings.HasPrefix(key, "tier.") }
@@ -196,6 +202,22 @@ func (s *Scenario) TierScenario(i int) Scenario {
 	return t
 }
 
+// validateNoChain refuses the keys only a chain reads, on a block without
+// tiers: they would be ignored.
+func (s *Scenario) validateNoChain() error {
+	switch {
+	case s.CPUs != 0:
+		return paramErr("cpus", "shared CPUs are modelled for a block with [[tier]] tables only")
+	case s.CPUBackground != 0:
+		return paramErr("cpu_background", "shared CPUs are modelled for a block with [[tier]] tables only")
+	case s.LoadCPU != 0:
+		return paramErr("load_cpu", "the load generator's CPU is modelled for a block with [[tier]] tables only")
+	case s.LoadStalls != 0 || s.LoadStall != 0 || s.LoadStallP99 != 0:
+		return paramErr("load_stalls", "the load generator's stalls are modelled for a block with [[tier]] tables only")
+	}
+	return nil
+}
+
 // validateChain checks what a chain needs beyond single keys.
 func (s *Scenario) validateChain() error {
 	if s.Mode != "web" {
@@ -206,6 +228,18 @@ func (s *Scenario) validateChain() error {
 	}
 	if s.DNS != 0 {
 		return paramErr("dns", "tiers connect to addresses: set dns = \"0s\" on the block")
+	}
+	if s.CPUs > 0 && s.CPUBackground >= float64(s.CPUs) {
+		return paramErr("cpu_background", "%g CPUs of other work leave nothing of cpus = %d", s.CPUBackground, s.CPUs)
+	}
+	if (s.LoadStalls > 0) != (s.LoadStall > 0) {
+		return paramErr("load_stalls", "set both load_stalls (how often) and load_stall (how long)")
+	}
+	if s.LoadStallP99 > 0 && s.LoadStallP99 < s.LoadStall {
+		return paramErr("load_stall_p99", "%s is below the median load_stall = %s", FormatDuration(s.LoadStallP99), FormatDuration(s.LoadStall))
+	}
+	if s.CPUs == 0 && s.CPUBackground > 0 {
+		return paramErr("cpu_background", "set cpus, the machine's CPUs, that the other work shares")
 	}
 	if s.ServerConcurrency != 0 || s.AppTime != 0 {
 		return paramErr("server_concurrency", "a block with tiers describes each tier's work and concurrency in its [[tier]] table")

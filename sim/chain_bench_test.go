@@ -23,3 +23,14 @@ func BenchmarkChainReuse(b *testing.B) {
 		"tier.nginx.reuse", "upstream-keepalive", "tier.app.reuse", "pool")
 	benchRun(b, s)
 }
+
+// BenchmarkChainShared is the stack as the nginx lab's whole-stack block
+// runs it: keep-alive off, a Redis connection per request, the tiers and
+// the load sharing two CPUs (processor sharing), the load generator's own
+// CPU and its stalls.
+func BenchmarkChainShared(b *testing.B) {
+	s := stackScenario(b)
+	set(b, &s, "requests", 1_000_000, "duration", "0s", "tw_reuse", 2, "port_range", "32768-60999",
+		"cpus", 2, "cpu_background", 0.5, "load_cpu", "0.13ms", "load_stalls", 300.0, "load_stall", "0.7ms", "load_stall_p99", "15ms")
+	benchRun(b, s)
+}

@@ -10,13 +10,17 @@ import (
 
 // Engine events of a chain (engine.go's queue, kinds of their own).
 const (
-	ckSend     evKind = 64 + iota // user a sends its next request (-1: an open-loop arrival)
-	ckArrive                      // job a's request reaches its tier
-	ckCPUDone                     // job a's piece of work ends
-	ckResponse                    // job a's response reaches its caller
-	ckIdle                        // server idle timer of connection a, generation b
-	ckTWEnd                       // TIME_WAIT expiry on hop a, side b
-	ckSample                      // time-series sample
+	ckSend       evKind = 64 + iota // user a sends its next request (-1: an open-loop arrival)
+	ckArrive                        // job a's request reaches its tier
+	ckCPUDone                       // job a's piece of work ends
+	ckResponse                      // job a's response reaches its caller
+	ckIdle                          // server idle timer of connection a, generation b
+	ckTWEnd                         // TIME_WAIT expiry on hop a, side b
+	ckSample                        // time-series sample
+	ckMachDone                      // the shared CPUs' first piece ends (generation a)
+	ckLoadDone                      // the load generator's turn for request a ends (no shared CPUs)
+	ckLoadGate                      // the load generator stalls (a = 1) or runs again (a = 0): load_stall
+	ckBesideDone                    // job a's work beside its process's (conn_parallel) ends
 )
 
 // Job phases: what a job does when its piece of work ends.
@@ -36,6 +40,14 @@ type chainModel struct {
 	ev    Event
 	tiers []ctier
 	hops  []chop
+	mach  *machine // the shared CPUs (nil: a CPU per process)
+
+	// The load generator's stalls (load_stalls): off the CPUs, its
+	// requests wait in stalled until it runs again.
+	stallSigma float64 // of the stalls' log-normal lengths
+	stallOn    float64 // mean time between stalls, ns
+	loadOff    bool
+	stalled    []int32
 
 	jobs       []cjob
 	freeJobs   []int32
@@ -218,6 +230,9 @@ func newChain(s Scenario, opt Options) *chainModel {
 		hp.search.configure(s.PortRange, m.twReuse, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
 		hp.serverAcc, hp.bothAcc = 0.5, 0.5 // round the shares' counts
 	}
+	if s.CPUs > 0 {
+		m.mach = &machine{capacity: float64(s.CPUs) - s.CPUBackground}
+	}
 	m.series.Interval = s.SeriesInterval
 	return m
 }
@@ -231,6 +246,7 @@ func (m *chainModel) schedule(at time.Duration, kind evKind, a, b int32) {
 
 func (m *chainModel) run(ctx context.Context) error {
 	m.startLoad()
+	m.startStalls()
 	m.schedule(m.s.SeriesInterval, ckSample, 0, 0)
 	for m.q.len() > 0 {
 		it := m.q.pop()
@@ -257,6 +273,14 @@ func (m *chainModel) run(ctx context.Context) error {
 			m.idleTimer(it.a, it.b)
 		case ckTWEnd:
 			m.timeWaitEnd(int(it.a), side(it.b))
+		case ckMachDone:
+			m.machDone(it.a)
+		case ckLoadDone:
+			m.callBegin(it.a)
+		case ckLoadGate:
+			m.loadGate(it.a == 1)
+		case ckBesideDone:
+			m.besideDone(it.a)
 		case ckSample:
 			m.sample()
 			if m.stopAt < 0 || m.now+m.s.SeriesInterval <= m.stopAt {
@@ -348,6 +372,65 @@ func (m *chainModel) userSend(u int32) {
 	if u < 0 {
 		m.scheduleOpen()
 	}
+	if m.loadOff {
+		m.stalled = append(m.stalled, ji)
+		return
+	}
+	m.loadTurn(ji)
+}
+
+func (m *chainModel) expo(mean float64) float64 { return -math.Log(1-m.rng.Float64()) * mean }
+
+// startStalls starts the load generator's stalls: load_stalls a second,
+// each as long as a draw from the log-normal distribution through the
+// median load_stall and the 99th percentile load_stall_p99; between them
+// it runs for an exponential time with the mean that makes their rate
+// right.
+func (m *chainModel) startStalls() {
+	if m.s.LoadStalls <= 0 || m.s.LoadStall <= 0 {
+		return
+	}
+	if p99 := m.s.LoadStallP99; p99 > m.s.LoadStall {
+		m.stallSigma = math.Log(float64(p99)/float64(m.s.LoadStall)) / 2.3263
+	}
+	meanStall := float64(m.s.LoadStall) * math.Exp(m.stallSigma*m.stallSigma/2)
+	m.stallOn = max(float64(10*time.Microsecond), 1e9/m.s.LoadStalls-meanStall)
+	m.loadGate(false)
+}
+
+// loadGate stalls the load generator (off) or lets it run again, then
+// schedules the next change while the load still has requests to send.
+func (m *chainModel) loadGate(off bool) {
+	m.loadOff = off
+	var next time.Duration
+	if off {
+		next = time.Duration(float64(m.s.LoadStall) * math.Exp(m.stallSigma*m.rng.NormFloat64()))
+	} else {
+		next = time.Duration(m.expo(m.stallOn))
+		waiting := m.stalled
+		m.stalled = nil
+		for _, ji := range waiting {
+			m.loadTurn(ji)
+		}
+		m.stalled = waiting[:0]
+	}
+	if m.stopAt >= 0 || (m.pending == 0 && m.inFlight == 0 && m.sent > 0) {
+		return
+	}
+	a := int32(0)
+	if !off {
+		a = 1
+	}
+	m.schedule(m.now+next, ckLoadGate, a, 0)
+}
+
+// loadTurn: the load generator's own work for request ji (load_cpu), then
+// the request goes out.
+func (m *chainModel) loadTurn(ji int32) {
+	if d := m.s.LoadCPU; d > 0 {
+		m.runLoad(ji, d)
+		return
+	}
 	m.callBegin(ji)
 }
 
@@ -417,7 +500,32 @@ func (m *chainModel) cpu(ji int32, d time.Duration, ph uint8) {
 	}
 	w.cpuBusy = true
 	t.busy += d
-	m.schedule(m.now+d, ckCPUDone, ji, 0)
+	m.runWork(ji, d)
+}
+
+// runBeside runs d of job ji's work beside its worker process's one piece
+// at a time (conn_parallel: a system call, with the interpreter's lock
+// released), on the shared CPUs if any, then continues the job in phase
+// ph.
+func (m *chainModel) runBeside(ji int32, d time.Duration, ph uint8) {
+	j := &m.jobs[ji]
+	j.phase = ph
+	m.tiers[j.tier].busy += d
+	if m.mach == nil {
+		m.schedule(m.now+d, ckBesideDone, ji, 0)
+		return
+	}
+	m.machStart(machPiece{id: ji, beside: true}, d)
+}
+
+// besideDone: job ji's work beside its process's has ended.
+func (m *chainModel) besideDone(ji int32) {
+	switch m.jobs[ji].phase {
+	case phAccept:
+		m.takeThread(ji)
+	case phConnect:
+		m.connect(ji)
+	}
 }
 
 func (m *chainModel) cpuDone(ji int32) {
@@ -431,7 +539,7 @@ func (m *chainModel) cpuDone(ji int32) {
 		n.queued += m.now - n.waitFrom
 		w.cpuBusy = true
 		t.busy += seg.dur
-		m.schedule(m.now+seg.dur, ckCPUDone, seg.job, 0)
+		m.runWork(seg.job, seg.dur)
 	}
 	switch m.jobs[ji].phase {
 	case phAccept:
@@ -447,8 +555,12 @@ func (m *chainModel) cpuDone(ji int32) {
 // the tier accepts first) or a kept one.
 func (m *chainModel) arrive(ji int32) {
 	j := &m.jobs[ji]
-	if d := m.tiers[j.tier].s.ServerConnTime; j.newConn && d > 0 {
-		m.cpu(ji, d, phAccept)
+	if t := &m.tiers[j.tier]; j.newConn && t.s.ServerConnTime > 0 {
+		if t.s.ConnParallel {
+			m.runBeside(ji, t.s.ServerConnTime, phAccept)
+		} else {
+			m.cpu(ji, t.s.ServerConnTime, phAccept)
+		}
 		return
 	}
 	m.takeThread(ji)
@@ -664,8 +776,12 @@ func (m *chainModel) openConn(ji, o int32) {
 		m.sink(&m.ev)
 	}
 	if h > 0 {
-		if d := m.tiers[h-1].s.ClientConnTime; d > 0 {
-			m.cpu(ji, d, phConnect)
+		if t := &m.tiers[h-1]; t.s.ClientConnTime > 0 {
+			if t.s.ConnParallel {
+				m.runBeside(ji, t.s.ClientConnTime, phConnect)
+			} else {
+				m.cpu(ji, t.s.ClientConnTime, phConnect)
+			}
 			return
 		}
 	}
@@ -916,8 +1032,12 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 		ci = int32(len(m.conns) - 1)
 	}
 	t := &m.tiers[h]
-	w := int32(t.rr % len(t.workers)) // connections go to the tier's workers in turn
+	// Connections go to the tier's workers in turn, or to one at random.
+	w := int32(t.rr % len(t.workers))
 	t.rr++
+	if t.s.Dispatch == DispatchRandom {
+		w = int32(m.rng.IntN(len(t.workers)))
+	}
 	m.connIDs++
 	m.conns[ci] = cconn{id: m.connIDs, gen: m.conns[ci].gen + 1, hop: int8(h), state: connActive, owner: o,
 		worker: w, port: port, created: m.now}

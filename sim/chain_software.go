@@ -8,7 +8,7 @@ import (
 
 // Software names a tier's program: tier.NAME.software = "gunicorn" sets
 // the keys that describe what the program does on its own, from its
-// source and from runs of the real stack (labs/nginx-keepalive.real.json,
+// source and from runs of the real stack (labs/nginx-keepalive.stack-runs.json,
 // which a test holds these to). Keys set after it override it. What the
 // program costs (server_time, server_conn_time, client_conn_time) depends
 // on the machine and is not preset: it is calibrated.
@@ -23,14 +23,14 @@ var Software = map[string]SoftwarePreset{
 	"gunicorn": {
 		About: "gunicorn 20.1, gthread workers: keeps a connection while requests come within --keep-alive (2 s), then closes it; with HTTP/1.0 (nginx without keepalive) it closes after each response, and usually before nginx does",
 		Settings: []TierSetting{
-			{"keepalive_timeout", "2s"}, {"keepalive_requests", 0},
+			{"keepalive_timeout", "2s"}, {"keepalive_requests", 0}, {"conn_parallel", true},
 			{"server_closes_first", gunicornClosesFirst}, {"simultaneous_close", gunicornSimultaneous},
 		},
 	},
 	"flask": {
 		About: "Flask 2.2's development server (Werkzeug 2.2, threaded): a thread per connection, and Connection: close on every response, so it never keeps a connection whatever the client asks",
 		Settings: []TierSetting{
-			{"threads", 0}, {"keepalive_requests", 1},
+			{"threads", 0}, {"keepalive_requests", 1}, {"conn_parallel", true},
 			{"server_closes_first", flaskClosesFirst}, {"simultaneous_close", flaskSimultaneous},
 		},
 	},
@@ -50,7 +50,7 @@ type SoftwarePreset struct {
 }
 
 // Shares of the close race, the medians over the recorded runs of the real
-// stack (labs/nginx-keepalive.real.json, 2 vCPUs shared with other work;
+// stack (labs/nginx-keepalive.stack-runs.json, 2 vCPUs shared with other work;
 // TestSoftwareMatchesRecord holds them to it). They are not constants of
 // the programs: they move with how busy the machine is (gunicorn's
 // accepting-side share ranged 0.17–0.95 over the runs, Flask's 0.18–0.81).

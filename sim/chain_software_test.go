@@ -34,7 +34,7 @@ type realRecord struct {
 	} `json:"runs"`
 }
 
-const realRecordFile = "../labs/nginx-keepalive.real.json"
+const realRecordFile = "../labs/nginx-keepalive.stack-runs.json"
 
 func readRealRecord(t *testing.T) *realRecord {
 	t.Helper()

@@ -54,6 +54,13 @@ type Scenario struct {
 	ClientConnTime    time.Duration `key:"client_conn_time" min:"0" max:"10s" help:"tiers: the calling worker's own work to open (and later close) each new connection to the next tier"`
 	ServerClosesFirst float64       `key:"server_closes_first" min:"0" max:"1" help:"tiers: of the connections that end with their exchange (not kept), the share whose TIME_WAIT lands on this, the accepting, tier: both ends close at once and the first FIN decides"`
 	SimultaneousClose float64       `key:"simultaneous_close" min:"0" max:"1" help:"tiers: of those connections, the share where the FINs cross and both ends hold a TIME_WAIT socket"`
+	ConnParallel      bool          `key:"conn_parallel" help:"tiers: the tier's work to accept and to open connections runs beside its one-at-a-time work, on a CPU of its own (CPython releases its GIL in socket system calls, where most of that work is); off for an event loop such as nginx's or Redis's"`
+	CPUs              int           `key:"cpus" min:"0" max:"1024" help:"tiers: the machine's CPUs, shared by every tier's processes and the load generator (0: each process gets a CPU whenever it has work)"`
+	CPUBackground     float64       `key:"cpu_background" min:"0" max:"1024" help:"tiers: other programs' work on the same machine, in CPUs (measured: its busy time that was not the stack's); the tiers share what is left of cpus"`
+	LoadCPU           time.Duration `key:"load_cpu" min:"0" max:"1s" help:"tiers: the load generator's own CPU per request (sending it, reading the answer), before each request goes out; on the shared cpus"`
+	LoadStalls        float64       `key:"load_stalls" min:"0" max:"100000" unit:"/s" help:"tiers: how often the load generator is held off the CPUs on a busy machine (measured: how often a goroutine of it that sleeps 1 ms wakes up over 0.2 ms late); every user's next request waits for the stall to end"`
+	LoadStall         time.Duration `key:"load_stall" min:"0" max:"10s" help:"tiers: the median length of those stalls (measured, as load_stalls)"`
+	LoadStallP99      time.Duration `key:"load_stall_p99" min:"0" max:"10s" help:"tiers: their 99th percentile: the stalls' lengths are drawn from a log-normal distribution through the median and this (0: all as long as the median)"`
 
 	// Network and protocols.
 	RTT                time.Duration `key:"rtt" min:"0" max:"10s" help:"round-trip time between client and server"`
@@ -96,7 +103,7 @@ type Scenario struct {
 	SeriesInterval time.Duration `key:"series_interval" min:"1ms" max:"1h" help:"sampling interval of the time series"`
 
 	// Real runs.
-	Setup Setup `key:"setup" fixed:"true" help:"what a real run (sim validate, Run real) runs the block on; the model ignores it. http: worker processes with curl-like clients → an HTTPS/HTTP upstream; redis: worker processes with go-redis → Redis; proxy: a load generator → a reverse proxy (Go, or nginx) → the upstream; php: the lab's PHP scripts on PHP 8.5 in WebAssembly (Node.js), one runtime per worker process; php-native: the same scripts on the php on PATH, one php -S per worker; auto: proxy when a variant uses reuse = \"upstream-keepalive\", else http"`
+	Setup Setup `key:"setup" fixed:"true" help:"what a real run (sim validate, Run real) runs the block on; the model ignores it. http: worker processes with curl-like clients → an HTTPS/HTTP upstream; redis: worker processes with go-redis → Redis; proxy: a load generator → a reverse proxy (Go, or nginx) → the upstream; php: the lab's PHP scripts on PHP 8.5 in WebAssembly (Node.js), one runtime per worker process; php-native: the same scripts on the php on PATH, one php -S per worker; stack: a block's [[tier]] tables on real nginx, a Python app (gunicorn or Flask's server) and redis-server; auto: stack for a block with tiers, else proxy when a variant uses reuse = \"upstream-keepalive\", else http"`
 }
 
 // PortRange is an inclusive range of local ports.
@@ -598,6 +605,8 @@ func (s *Scenario) Validate() error {
 		if err := s.validateChain(); err != nil {
 			return err
 		}
+	} else if err := s.validateNoChain(); err != nil {
+		return err
 	}
 	if s.Requests == 0 && s.Duration == 0 {
 		return paramErr("requests", "set requests or duration, or the run never ends")

@@ -105,6 +105,7 @@ const (
 	// SetupPHPNative: the same scripts on the php on PATH (Debian's PHP
 	// 8.2: the "before 8.5" row), one php -S process per worker.
 	SetupPHPNative Setup = "php-native"
+	SetupStack Setup = "stack" // a block's [[tier]] tables on the real programs: a load → nginx → a Python app (gunicorn or Flask's server) → redis-server
 )
 
 // Handshake is the TLS handshake a new connection did (Event.Handshake;
@@ -206,7 +207,7 @@ var (
 	sides        = []Side{SideClient, SideServer}
 	tlsVersions  = []TLSVersion{TLSNone, TLS12, TLS13}
 	certs        = []Cert{CertRSA2048, CertECDSAP256}
-	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy, SetupPHP, SetupPHPNative}
+	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy, SetupPHP, SetupPHPNative, SetupStack}
 	handshakes   = []Handshake{HandshakeFull, HandshakeResumed, Handshake0RTT}
 	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonEndOfExchange, ReasonSimultaneous,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,

@@ -459,6 +459,11 @@ func TestWidgetsMatchBlocks(t *testing.T) {
 					switch {
 					case varKeys[st.Key]:
 					case st.Key == "share_sets":
+					case strings.HasPrefix(st.Key, "tier."):
+						// A chain's tiers are shown as fixed text.
+						if _, ok := data.Fixed["tier"]; !ok {
+							t.Errorf("block %s: its tiers are not shown (fixed text \"tier\")", b.ID)
+						}
 					case param.Fixed:
 						if _, ok := data.Fixed[st.Key]; !ok {
 							t.Errorf("block %s: %s is neither a control nor fixed text", b.ID, st.Key)

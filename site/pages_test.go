@@ -53,6 +53,7 @@ type page struct {
 var requiredPages = []string{
 	"_index", "anatomy", "reference",
 	"php-persistent-share", "connection-pool", "nginx-keepalive", "port-exhaustion", "idle-timeouts",
+	"stack-connections",
 }
 
 var (
@@ -618,6 +619,7 @@ var (
 		"openssl": true, "go": true, "flask": true, "hugo": true, "chrome": true, "chromium": true,
 		"apache": true, "httpd": true, "macos": true, "werkzeug": true, "redis": true, "redis-py": true, "python": true,
 		"version": true, "ubuntu": true, "debian": true, "guzzle": true, "kernel": true, "since": true,
+		"gunicorn": true, "redis-server": true, "siege": true,
 	}
 	// Any number after one of these words names something.
 	nameWords = map[string]bool{

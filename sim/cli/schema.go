@@ -46,6 +46,7 @@ func schema() sim.Schema {
 		"Control":     reflect.TypeFor[lab.Control](),
 		"Instance":    reflect.TypeFor[lab.Instance](),
 		"ScenarioRef": reflect.TypeFor[lab.ScenarioRef](),
+		"RubricPoint": reflect.TypeFor[lab.RubricPoint](),
 	} {
 		s.Types[name] = sim.JSONFields(t)
 	}

@@ -281,6 +281,9 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			fmt.Fprintf(w, ": %s", b.Title)
 		}
 		fmt.Fprintf(w, "   [setup: %s]\n", b.Setup)
+		if b.Calibration != nil {
+			printCalibration(w, b)
+		}
 		for _, v := range b.Variants {
 			name := v.Name
 			if v.Label != "" {
@@ -315,6 +318,9 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 				continue
 			}
 			total++
+			if v.Chain != nil {
+				printChain(w, v.Chain)
+			}
 			if len(v.Phases) > 0 {
 				fmt.Fprintf(w, "    harness overhead on this machine: %.3f ms a reused call (up to %s of it is in the tolerance column)\n",
 					v.HarnessOverheadMS, maxTareText)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -274,6 +275,8 @@ type VariantComparison struct {
 	// Settings are the variant's keys as the lab writes them
 	// (lab.Block.Settings), so a record of the run knows what ran.
 	Settings string `json:"settings"`
+	// Chain: a stack variant's comparison per hop and side (stackvalidate.go).
+	Chain *ChainComparison `json:"chain,omitempty"`
 }
 
 // MarshalJSON writes Counts as an object: {"connects": {"model": …}, …}.
@@ -302,6 +305,10 @@ type BlockValidation struct {
 	// were not (a stand-in ran, say).
 	RealChecks  []lab.Check `json:"real_checks,omitempty"`
 	RealProblem string      `json:"real_problem,omitempty"`
+	// A stack block: the costs its calibration windows gave the model, and
+	// the tolerance its comparison used.
+	Calibration *stack.Costs `json:"calibration,omitempty"`
+	Tolerance   string       `json:"tolerance,omitempty"`
 }
 
 // CheckReal holds the real_expect statements of the validated blocks to
@@ -422,6 +429,9 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 	p, err := NewPlan(ctx, b, opt)
 	if err != nil {
 		return nil, err
+	}
+	if p.isStack() {
+		return validateStack(ctx, p, opt, retries)
 	}
 	bv := &BlockValidation{ID: b.ID, Title: b.Title, Setup: p.Setup, OK: true}
 	byName := map[string]*VariantComparison{}

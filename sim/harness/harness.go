@@ -26,7 +26,11 @@
 // for and installed); PHP-like worker processes whose client state lives
 // for a call, a request (curl_share_init) or the process
 // (curl_share_init_persistent); and a load generator, closed or open loop.
-// A block's setup key says which of them run (see ScalingRules).
+// A block's setup key says which of them run (see ScalingRules). A block
+// with tiers runs on the real programs instead (setup = "stack", package
+// stack: nginx → the Flask app under gunicorn or Flask's server →
+// redis-server), calibrated and compared per hop and side (stackplan.go,
+// stackrun.go, stackmodel.go, stackvalidate.go).
 //
 // Round trips are injected in user space (the kernel need not have netem):
 // the client's dialer waits one RTT for the TCP handshake, and every byte
@@ -70,6 +74,7 @@ import (
 	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/roles"
 	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
 )
@@ -130,6 +135,13 @@ type VariantRun struct {
 	// DialerCharged: the client's own sockets connect at once (php -S),
 	// so the TCP handshake's round trip shows in appconnect, not connect.
 	DialerCharged bool
+	// Stack: a stack variant's measured run (its calibration window in
+	// Stack.Calibration); StackInput: what its model was given from it.
+	Stack      *stack.Result
+	StackInput *StackModelInput
+	// StackModelCPU: each tier's CPU per request of the load in the
+	// model given StackInput (its work per request and per connection).
+	StackModelCPU map[string]float64
 }
 
 // goRuntime names the harness's own workers, by setup.
@@ -144,6 +156,9 @@ type Run struct {
 	Plan     *Plan
 	Result   *lab.BlockResult // in the shape the model returns
 	Variants []*VariantRun
+	// StackCosts: the costs fitted over the stack variants' calibration
+	// windows (Run.Model).
+	StackCosts *stack.Costs
 }
 
 // RunBlock runs every (selected) variant of b on real loopback servers and
@@ -163,6 +178,11 @@ func RunBlock(ctx context.Context, b *lab.Block, opt Options) (*lab.BlockResult,
 	r, err := RunPlan(ctx, p, opt)
 	if err != nil {
 		return nil, err
+	}
+	if p.isStack() {
+		if err := r.stackScenarios(ctx, opt.Seed); err != nil {
+			return nil, err
+		}
 	}
 	return r.Result, nil
 }
@@ -215,6 +235,11 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			continue
 		case vp.Skip != "":
 			vr.Error = "not run for real: " + vp.Skip
+			continue
+		case vp.Stack != nil:
+			if err := runStackVariant(ctx, exe, p, vp, vr, info, opt); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if opt.Progress != nil {
@@ -314,8 +339,11 @@ func (r *Run) Model(ctx context.Context, seed uint64, sink func(block, variant s
 	if err != nil {
 		return nil, err
 	}
+	if err := r.stackModel(ctx, seed, res, sink); err != nil {
+		return nil, err
+	}
 	for i, vr := range r.Result.Variants {
-		if vr.Scenario == nil || reflect.DeepEqual(*vr.Scenario, r.Plan.Variants[i].Scenario) {
+		if r.Variants[i].Stack != nil || vr.Scenario == nil || reflect.DeepEqual(*vr.Scenario, r.Plan.Variants[i].Scenario) {
 			continue
 		}
 		var f func(*sim.Event)

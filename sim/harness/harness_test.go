@@ -341,12 +341,25 @@ func TestValidateLabs(t *testing.T) {
 		t.Skip("real runs of every lab take about a minute")
 	}
 	eachBlock(t, func(t *testing.T, file string, b *lab.Block) {
+		if isStackBlock(t, b) {
+			t.Skip("a block with tiers runs on the real stack: TestValidateStackLabs")
+		}
 		opt := testOptions()
 		if strings.Contains(file, "port-exhaustion") {
 			opt.MaxDuration = 3 * time.Second // the range runs out after 2 s
 		}
 		validateWith(t, b, opt, inRange(t, b, opt))
 	})
+}
+
+// isStackBlock reports whether b runs on the real stack (it has tiers).
+func isStackBlock(t *testing.T, b *lab.Block) bool {
+	t.Helper()
+	p, err := NewPlan(context.Background(), b, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.isStack()
 }
 
 // inRange reports whether every variant's RTT is within the validated
@@ -373,6 +386,9 @@ func TestValidateRTTs(t *testing.T) {
 	for _, rtt := range []string{"5ms", "100ms"} {
 		t.Run(rtt, func(t *testing.T) {
 			eachBlock(t, func(t *testing.T, file string, b *lab.Block) {
+				if isStackBlock(t, b) {
+					t.Skip("the real stack's round trip is loopback's: no RTT to set")
+				}
 				opt := testOptions()
 				opt.MaxDuration, opt.MaxRequests = 1500*time.Millisecond, 200
 				if strings.Contains(file, "port-exhaustion") {
@@ -411,6 +427,9 @@ func TestValidateRealPrograms(t *testing.T) {
 				t.Skipf("%s is not installed: the embedded stand-in covers this lab in TestValidateLabs", c.prog)
 			}
 			for _, b := range readLab(t, c.file).Blocks {
+				if isStackBlock(t, b) {
+					continue // always the real programs: TestValidateStackLabs
+				}
 				opt := testOptions()
 				opt.Real = []string{c.real}
 				bv := validateWith(t, b, opt, inRange(t, b, opt))

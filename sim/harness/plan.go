@@ -17,8 +17,9 @@ import (
 // Setups: what a variant runs on for real, the scenario's setup key
 // (roles.SetupHelp describes each).
 const (
-	// SetupAuto derives the setup from the block: SetupProxy when a
-	// variant uses reuse = "upstream-keepalive", else SetupHTTP.
+	// SetupAuto derives the setup from the block: SetupStack when it has
+	// tiers, SetupProxy when a variant uses reuse = "upstream-keepalive",
+	// else SetupHTTP.
 	SetupAuto = "auto"
 	// SetupHTTP: PHP-like worker processes (real OS processes) call the
 	// HTTPS or HTTP upstream through the harness's DNS server, with
@@ -38,6 +39,10 @@ const (
 	// SetupPHPNative on the php on PATH.
 	SetupPHP       = wire.SetupPHP
 	SetupPHPNative = wire.SetupPHPNative
+	// SetupStack: a block's [[tier]] tables on the real programs, nginx →
+	// the article's Python app (gunicorn or Flask's server) → redis-server,
+	// calibrated then measured per hop (stackplan.go).
+	SetupStack = string(sim.SetupStack)
 )
 
 // Defaults of the scaling rules (see ScalingRules).
@@ -99,6 +104,15 @@ const scalingRules = `How a block is scaled to run for real (the model runs the 
      the two took over different numbers, the client's TIME_WAIT peak is
      compared with the ports taken over (time_wait_reused) added back, and
      time_wait_reused is shown.
+  8. A block with tiers (setup = "stack") is not scaled: nginx, gunicorn or
+     Flask's server and redis-server keep their own timers. Each variant runs
+     a 1.5 s warm-up, then a calibration window (up to 2.5 s) and the measured
+     window (up to 5 s, and --max-duration) in alternate 0.5 s slices. The
+     calibration windows of all variants give each tier's CPU per request and
+     per connection; each variant's model also gets the CPU other programs
+     took, the load's stalls and the close race's shares of its own measured
+     window. Per hop and side, connections opened and TIME_WAIT sockets, and
+     the throughput, must be within 15 % (or 3 for small counts).
 `
 
 const setupRules = `What a variant runs on is its setup key (auto, the default: proxy when a
@@ -144,6 +158,9 @@ type VariantPlan struct {
 	Timing bool
 	// Overlap: requests overlap (several users, or an open loop).
 	Overlap bool
+	// Stack: how a variant with tiers runs on the real stack (setup =
+	// "stack"; stackplan.go).
+	Stack *StackVariant
 }
 
 // Plan is how a block runs for real.
@@ -183,11 +200,15 @@ func (o *Options) defaults() {
 }
 
 // setupOf resolves the setup key of a variant's scenario s, whose block's
-// variants are scns: auto becomes SetupProxy when a variant uses
-// reuse = "upstream-keepalive", else SetupHTTP.
+// variants are scns: auto becomes SetupStack for a block with tiers,
+// SetupProxy when a variant uses reuse = "upstream-keepalive", else
+// SetupHTTP.
 func setupOf(s *sim.Scenario, scns []*sim.Scenario) string {
 	if s.Setup != SetupAuto && s.Setup != "" {
 		return string(s.Setup)
+	}
+	if hasTiers(scns) {
+		return SetupStack
 	}
 	for _, o := range scns {
 		if o != nil && o.Reuse == "upstream-keepalive" {
@@ -237,6 +258,15 @@ func NewPlan(ctx context.Context, b *lab.Block, opt Options) (*Plan, error) {
 			setups = append(setups, vp.Setup)
 		}
 		vp.Original = *scns[i]
+		if len(scns[i].Tiers) > 0 || vp.Setup == SetupStack {
+			if vp.Setup != SetupStack {
+				return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, stackNotRunnable(vp.Setup))
+			}
+			if err := vp.planStack(opt); err != nil {
+				return nil, fmt.Errorf("block %q, variant %q: %w", b.ID, v.Name, err)
+			}
+			continue
+		}
 		vp.Compress = opt.compressFor(vp.Setup)
 		if p.Compress == 0 {
 			p.Compress = vp.Compress
@@ -399,6 +429,15 @@ func (p *Plan) Model(ctx context.Context, seed uint64, sink func(block, variant 
 		if sink != nil {
 			id, name := p.Block.ID, vp.Name
 			f = func(e *sim.Event) { sink(id, name, e) }
+		}
+		if vp.Stack != nil {
+			// Read over the measured window, as the real run is.
+			sum, _, err := windowSummary(ctx, s, vp.Stack.Slices(), seed, f)
+			if err != nil {
+				return nil, err
+			}
+			vr.Summary = sum
+			continue
 		}
 		r, err := sim.Run(ctx, s, sim.Options{Seed: seed, Sink: f})
 		if err != nil {

@@ -9,7 +9,7 @@
 //
 //	sim (harness.RunPlan, RunLab)
 //	 │  stdin: {"config": LabJob}        stdout: {"ev"}…, {"progress"}…, {"result"} or {"error"}
-//	 └─ sim __harness-role lab            private network + PID namespace, nice -20
+//	 ├─ sim __harness-role lab            private network + PID namespace, nice -20
 //	     ├─ servers in the lab process: upstream (HTTPS/HTTP), DNS, Redis front, Go proxy
 //	     ├─ redis-server, nginx           their own processes, files in LabJob.Dir
 //	     └─ sim __harness-role worker × workers (+ spares)
@@ -19,6 +19,15 @@
 // 8.5 in WebAssembly, or in front of a php -S): the same lines, plus an
 // info line with ready (what PHP runs on, and what its calls cost), a
 // measure job answered by another info line, and check lines (php.go).
+//
+// A block with tiers (setup = "stack") runs another tree, package stack's:
+//
+//	sim (harness.RunPlan)
+//	 │  stdin: stack.Spec                  stdout: stack.Result
+//	 └─ sim __harness-role stack           network + PID + mount namespaces, nice -20; the Go load
+//	     ├─ redis-server
+//	     ├─ gunicorn (gthread) or python3 app.py (Flask's server)
+//	     └─ nginx, its workers
 package roles
 
 import (
@@ -27,6 +36,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/connlab/connlab/sim/harness/stack"
 )
 
 // Command is the hidden subcommand that makes a process one of the
@@ -37,6 +48,9 @@ const Command = "__harness-role"
 const (
 	RoleLab    = "lab"
 	RoleWorker = "worker"
+	// RoleStack runs a real stack (package stack) in the namespaces its
+	// parent made, reading its Spec on stdin.
+	RoleStack = "stack"
 )
 
 // Main plays the role args ask for, when args (a program's arguments
@@ -49,12 +63,17 @@ func Main(args []string) (code int, ok bool) {
 	if len(args) == 0 || args[0] != Command {
 		return 0, false
 	}
+	if len(args) == 2 && args[1] == RoleStack {
+		stack.ChildMain() // exits when started by stack.RunIsolatedExec
+		fmt.Fprintf(os.Stderr, "connlab harness: %s %s runs only when started by the harness\n", Command, RoleStack)
+		return 2, true
+	}
 	var run func(stdin io.Reader, stdout io.Writer) error
 	if len(args) == 2 {
 		run = map[string]func(io.Reader, io.Writer) error{RoleLab: labMain, RoleWorker: workerMain}[args[1]]
 	}
 	if run == nil {
-		fmt.Fprintf(os.Stderr, "connlab harness: want %s %s or %s, got %q\n", Command, RoleLab, RoleWorker, args[1:])
+		fmt.Fprintf(os.Stderr, "connlab harness: want %s %s, %s or %s, got %q\n", Command, RoleLab, RoleWorker, RoleStack, args[1:])
 		return 2, true
 	}
 	role := args[1]

@@ -59,6 +59,12 @@ var setups = map[string]setup{
 		doc: "a closed-loop load generator calls a reverse proxy (a Go one, or nginx with --real nginx) whose workers call the upstream, with or without upstream keep-alive",
 		run: (*labProc).runProxy,
 	},
+	string(sim.SetupStack): {
+		doc: "a block's [[tier]] tables on the real programs: a closed-loop Go load → nginx → the article's Flask app under gunicorn (gthread) or Flask's development server → redis-server, with redis-py; calibrated, then measured per hop and per side (the stack role, not a lab process)",
+		run: func(*labProc, context.Context, *wire.Report, *[]func()) (*wire.Report, error) {
+			return nil, fmt.Errorf("setup %q runs in the stack role (harness.RunPlan), not in a lab process", sim.SetupStack)
+		},
+	},
 	wire.SetupPHP: {
 		doc:      "the lab's own PHP scripts (script = \"...\" in the block, from the folder named after the lab) on PHP 8.5 compiled to WebAssembly (npm's @php-wasm, installed by make php), one runtime per worker process (node sim/phpwasm/node/driver.mjs): a request is one PHP request, pm.max_requests replaces a worker's runtime, CLI mode runs each request in a fresh one. Long timers are divided by 10, not 100: libcurl takes its DNS cache timeout and idle age in whole seconds. What a TLS handshake and a call cost PHP in WebAssembly is measured before each run and given to the model (handshake_cpu, client_cpu). Without Node.js or the package, the http setup's Go workers stand in, and the output says so",
 		run:      (*labProc).runPHP,

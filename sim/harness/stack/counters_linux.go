@@ -168,8 +168,8 @@ func cpuTicks(pid int) (int64, error) {
 // runDelays reads, for every thread of pid and its descendants, the time
 // it has spent runnable but waiting for a CPU (nanoseconds, the second
 // field of /proc/PID/task/TID/schedstat), by thread ID.
-func runDelays(pid int) (map[int]int64, error) {
-	out := map[int]int64{}
+func runDelays(pid int) (map[int]schedStat, error) {
+	out := map[int]schedStat{}
 	err := walkTree(pid, func(p int, _ []string) {
 		dir := filepath.Join("/proc", strconv.Itoa(p), "task")
 		tasks, err := os.ReadDir(dir)
@@ -186,24 +186,33 @@ func runDelays(pid int) (map[int]int64, error) {
 				continue
 			}
 			f := strings.Fields(string(b))
-			if len(f) < 2 {
+			if len(f) < 3 {
 				continue
 			}
-			out[tid], _ = strconv.ParseInt(f[1], 10, 64)
+			var st schedStat
+			st.delay, _ = strconv.ParseInt(f[1], 10, 64)
+			st.runs, _ = strconv.ParseInt(f[2], 10, 64)
+			out[tid] = st
 		}
 	})
 	return out, err
 }
 
-// delaySince sums the run delays accrued since before: threads born since
-// count from zero; threads that ended are lost, so it is a lower bound
-// for a server that starts a thread per connection.
-func delaySince(before, now map[int]int64) time.Duration {
-	var d int64
+// schedStat is one thread's /proc/PID/task/TID/schedstat: its run delay
+// (ns runnable but waiting for a CPU) and the times it was given a CPU.
+type schedStat struct{ delay, runs int64 }
+
+// delaySince sums the run delays and the times given a CPU accrued since
+// before: threads born since count from zero; threads that ended are
+// lost, so it is a lower bound for a server that starts a thread per
+// connection.
+func delaySince(before, now map[int]schedStat) (time.Duration, int64) {
+	var d, n int64
 	for tid, v := range now {
-		d += v - before[tid]
+		d += v.delay - before[tid].delay
+		n += v.runs - before[tid].runs
 	}
-	return time.Duration(d)
+	return time.Duration(d), n
 }
 
 // walkTree calls fn with pid and each of its live descendants, and their
@@ -242,6 +251,27 @@ func walkTree(pid int, fn func(pid int, stat []string)) error {
 	}
 	walk(pid)
 	return nil
+}
+
+// machineTicks reads the whole machine's CPU time from /proc/stat (it is
+// not namespaced), in clock ticks summed over the CPUs: busy (user, nice,
+// system, irq, softirq), and steal (taken by the hypervisor).
+func machineTicks() (busy, steal int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("stack: /proc/stat: unexpected first line %q", line)
+	}
+	v := make([]int64, 8)
+	for i := range v {
+		v[i], _ = strconv.ParseInt(f[i+1], 10, 64)
+	}
+	// user nice system idle iowait irq softirq steal
+	return v[0] + v[1] + v[2] + v[5] + v[6], v[7], nil
 }
 
 // cpuPressure reads the share of the last 10 s in which some runnable

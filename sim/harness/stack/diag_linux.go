@@ -34,6 +34,7 @@ type diagSock struct {
 	laddr  [4]byte
 	raddr  [4]byte
 	family uint8
+	inode  uint32
 }
 
 // allStates asks sock_diag for every state but LISTEN.
@@ -111,7 +112,7 @@ func parseDiagMsg(b []byte) (diagSock, bool) {
 	if len(b) < size {
 		return diagSock{}, false
 	}
-	s := diagSock{family: b[0], state: b[1]}
+	s := diagSock{family: b[0], state: b[1], inode: binary.NativeEndian.Uint32(b[68:])}
 	s.lport = binary.BigEndian.Uint16(b[4:])
 	s.rport = binary.BigEndian.Uint16(b[6:])
 	if s.family == syscall.AF_INET {

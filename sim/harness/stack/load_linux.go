@@ -19,44 +19,31 @@ import (
 	"time"
 )
 
-// Load generators.
-const (
-	LoadGo    = "go"    // the harness's kind: a closed loop of Go clients
-	LoadSiege = "siege" // the article's: siege -c N -t T
-)
-
-// Load describes the traffic of a run: Concurrency users, each sending a
-// request as soon as the previous one is answered (a closed loop, as siege
-// does with its default delay of 0), to GET /test/<id> on nginx.
-type Load struct {
-	Kind        string        `json:"kind"`
-	Concurrency int           `json:"concurrency"`
-	Warmup      time.Duration `json:"-"`
-	Duration    time.Duration `json:"-"`
-	// KeepAlive: each user keeps its connection to nginx (HTTP/1.1
-	// keep-alive); otherwise it sends Connection: close and opens one per
-	// request, as siege does by default ("connection = close").
-	KeepAlive bool `json:"client_keepalive"`
-}
-
-// loadResult is what a load generator saw in the measured window.
+// loadResult is what a load generator saw in the measured windows.
 type loadResult struct {
-	requests, errors int
-	latencies        []time.Duration
-	elapsed          time.Duration
-	pid              int // siege's process (0: this one)
-	siege            map[string]float64
-	cpuTicks         int64 // siege's CPU time (rusage), in clock ticks
+	windows  []loadWindow
+	elapsed  time.Duration
+	pid      int // siege's process (0: this one)
+	siege    map[string]float64
+	cpuTicks int64 // siege's CPU time (rusage), in clock ticks
 	// closeIdle closes the connections the users kept (Go load): called
 	// once the sockets have been counted.
 	closeIdle func()
 }
 
+// loadWindow is one window's requests: those answered (or failed) in it.
+type loadWindow struct {
+	requests, errors int
+	latencies        []time.Duration
+}
+
 // goLoad runs Concurrency users against url until ctx ends, then lets each
-// finish its request. Requests that end inside [from, to) are counted;
-// atFrom, if not nil, runs at from (its error ends the load).
-func goLoad(ctx context.Context, url string, l Load, from, to time.Time, atFrom func() error) (*loadResult, error) {
-	res := &loadResult{}
+// finish its request. marks are the windows' edges: a request that ends in
+// [marks[w], marks[w+1]) counts in window w; atMark, if not nil, runs at
+// each edge but the last (its error ends the load).
+func goLoad(ctx context.Context, url string, l Load, marks []time.Time, atMark func(w int) error) (*loadResult, error) {
+	nw := max(0, len(marks)-1)
+	res := &loadResult{windows: make([]loadWindow, nw)}
 	var trs []*http.Transport
 	res.closeIdle = func() {
 		for _, tr := range trs {
@@ -64,16 +51,23 @@ func goLoad(ctx context.Context, url string, l Load, from, to time.Time, atFrom 
 		}
 	}
 	hook := make(chan error, 1)
-	if atFrom != nil {
+	if atMark != nil && nw > 0 {
 		go func() {
-			t := time.NewTimer(time.Until(from))
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				hook <- fmt.Errorf("stack: the load ended before its window began")
-			case <-t.C:
-				hook <- atFrom()
+			for w := range nw {
+				t := time.NewTimer(time.Until(marks[w]))
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					hook <- fmt.Errorf("stack: the load ended before its window %d began", w+1)
+					return
+				case <-t.C:
+				}
+				if err := atMark(w); err != nil {
+					hook <- err
+					return
+				}
 			}
+			hook <- nil
 		}()
 	}
 	var mu sync.Mutex
@@ -113,17 +107,17 @@ func goLoad(ctx context.Context, url string, l Load, from, to time.Time, atFrom 
 					}
 					mu.Unlock()
 				}
-				if end.Before(from) || !end.Before(to) {
-					continue
+				if w := windowOf(marks, end); w >= 0 {
+					mu.Lock()
+					lw := &res.windows[w]
+					lw.requests++
+					if ok {
+						lw.latencies = append(lw.latencies, end.Sub(start))
+					} else {
+						lw.errors++
+					}
+					mu.Unlock()
 				}
-				mu.Lock()
-				res.requests++
-				if ok {
-					res.latencies = append(res.latencies, end.Sub(start))
-				} else {
-					res.errors++
-				}
-				mu.Unlock()
 				if !ok && err != nil {
 					time.Sleep(10 * time.Millisecond) // do not spin on a refused connect
 				}
@@ -131,16 +125,32 @@ func goLoad(ctx context.Context, url string, l Load, from, to time.Time, atFrom 
 		}(u)
 	}
 	wg.Wait()
-	res.elapsed = to.Sub(from)
-	if atFrom != nil {
+	if nw > 0 {
+		res.elapsed = marks[nw].Sub(marks[0])
+	}
+	if atMark != nil && nw > 0 {
 		if err := <-hook; err != nil {
 			return res, err
 		}
 	}
-	if res.requests > 0 && res.errors == res.requests && firstErr != nil {
+	total, failed := 0, 0
+	for _, w := range res.windows {
+		total, failed = total+w.requests, failed+w.errors
+	}
+	if total > 0 && failed == total && firstErr != nil {
 		return res, fmt.Errorf("stack: every request failed: %w", firstErr)
 	}
 	return res, nil
+}
+
+// windowOf returns the window t falls in, or -1.
+func windowOf(marks []time.Time, t time.Time) int {
+	for w := 0; w+1 < len(marks); w++ {
+		if !t.Before(marks[w]) && t.Before(marks[w+1]) {
+			return w
+		}
+	}
+	return -1
 }
 
 // siegeLoad runs siege for l.Duration (whole seconds) with a resource file
@@ -177,7 +187,7 @@ limit = 10000
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stack: siege: %w", err)
 	}
-	res := &loadResult{pid: cmd.Process.Pid}
+	res := &loadResult{pid: cmd.Process.Pid, windows: make([]loadWindow, 1)}
 	err := cmd.Wait()
 	res.elapsed = time.Since(start)
 	if err != nil && ctx.Err() == nil {
@@ -191,8 +201,8 @@ limit = 10000
 	if err != nil {
 		return nil, err
 	}
-	res.requests = int(res.siege["transactions"] + res.siege["failed_transactions"])
-	res.errors = int(res.siege["failed_transactions"])
+	res.windows[0].requests = int(res.siege["transactions"] + res.siege["failed_transactions"])
+	res.windows[0].errors = int(res.siege["failed_transactions"])
 	return res, nil
 }
 

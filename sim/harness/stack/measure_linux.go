@@ -6,189 +6,229 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
-// A Result is one measured run: what the load saw, and per hop and per
-// tier what the kernel and the programs counted.
-type Result struct {
-	Name          string             `json:"name"`
-	AppServer     string             `json:"app_server"`
-	Redis         string             `json:"redis"`
-	Keepalive     int                `json:"upstream_keepalive"`
-	NginxWorkers  int                `json:"nginx_workers"`
-	AppWorkers    int                `json:"app_workers,omitempty"`
-	AppThreads    int                `json:"app_threads,omitempty"`
-	AppKeepaliveS int                `json:"app_keepalive_s,omitempty"`
-	Load          Load               `json:"load"`
-	Sysctl        map[string]string  `json:"sysctl"` // in the run's namespace
-	DurationS     float64            `json:"duration_s"`
-	Requests      int                `json:"requests"`
-	Errors        int                `json:"errors"`
-	ThroughputRPS float64            `json:"throughput_rps"`
-	LatencyMS     map[string]float64 `json:"latency_ms,omitempty"`
-	Siege         map[string]float64 `json:"siege,omitempty"`
-	Hops          []HopResult        `json:"hops"`
-	// CPUMS is each tier's CPU time in the window (user + system, all its
-	// processes and threads); CPUPerRequestMS divides it by the requests;
-	// Utilisation by the window (1 = one core busy all the time).
-	CPUMS           map[string]float64 `json:"cpu_ms"`
-	CPUPerRequestMS map[string]float64 `json:"cpu_per_request_ms"`
-	Utilisation     map[string]float64 `json:"utilisation"`
-	// RunDelayPerRequestMS: what each tier's threads waited for a CPU
-	// (runnable, not running) per request: the machine's other programs
-	// at work. A lower bound for Flask's server, whose request threads end
-	// before it is read.
-	RunDelayPerRequestMS map[string]float64 `json:"run_delay_per_request_ms"`
-	// TCPExt: the namespace's TcpExt counters over the window (see
-	// tcpExtKeys): TW counts every socket that entered TIME_WAIT.
-	TCPExt map[string]int64 `json:"tcp_ext"`
-	// NginxErrors counts lines of nginx's error log by what they say.
-	NginxErrors map[string]int `json:"nginx_errors,omitempty"`
-	LoadAvg     string         `json:"loadavg_before"`
-	// CPUPressure: /proc/pressure/cpu "some avg10" (%) at the start and
-	// at the end of the window: how often something waited for a CPU.
-	CPUPressure [2]float64 `json:"cpu_pressure"`
+// A snapshot is every counter of a run at one moment: the connections
+// each hop's accepting tier (or the kernel) counted, the sockets of each
+// hop by state, and the CPU time and run delays of each tier and of the
+// machine.
+type snapshot struct {
+	accepts, redisConns, activeOpens int64
+	ext                              map[string]int64
+	socks                            []hopSockets
+	cpu                              map[string]int64
+	mach, steal                      int64
+	delay                            map[string]map[int]schedStat
+	pressure                         float64
+	harness                          time.Duration // harnessCPU so far
 }
 
-// A HopResult is one hop in the measured window. "Client" is the side that
-// connects (siege or the Go load, nginx, the app), "server" the side that
-// accepts (nginx, the app, redis-server).
-type HopResult struct {
-	Hop
-	// Connects: connections opened in the window (nginx's stub_status for
-	// the hop into nginx, redis-server's total_connections_received for
-	// the hop into redis, the namespace's ActiveOpens minus both for the
-	// hop into the app).
-	Connects int64 `json:"connects"`
-	// TimeWaitClient and TimeWaitServer: sockets that entered TIME_WAIT
-	// on each side during the window (none expires within 60 s);
-	// TimeWaitBoth: connections with a TIME_WAIT socket on both sides, a
-	// simultaneous close.
-	TimeWaitClient int `json:"time_wait_client"`
-	TimeWaitServer int `json:"time_wait_server"`
-	TimeWaitBoth   int `json:"time_wait_both"`
-	// OpenEnd: established connections when the load stopped; OpenPeak:
-	// the most seen at one sample (every 100 ms).
-	OpenEnd  int `json:"open_end"`
-	OpenPeak int `json:"open_peak"`
-	// ClosingPeak: the most sockets seen half way through a close, by
-	// side and state (fin_wait1, fin_wait2, close_wait, last_ack, closing).
-	ClosingPeak map[string]int `json:"closing_peak,omitempty"`
-	// After the load, once the app server's keep-alive timer has run:
-	// TIME_WAIT sockets that appeared after the window, by side.
-	IdleCloseClient int `json:"idle_close_time_wait_client"`
-	IdleCloseServer int `json:"idle_close_time_wait_server"`
-}
-
-// Tiers whose CPU time a run reports.
-var Tiers = []string{"load", "nginx", "app", "redis"}
-
-// Measure warms the stack up with the load for l.Warmup, then measures
-// it for l.Duration.
-func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
-	url := "http://" + addr(st.NginxPort)
-	hops := st.Hops()
-	res := &Result{AppServer: st.AppServer, Redis: st.Redis, Keepalive: st.Keepalive,
-		NginxWorkers: st.NginxWorkers, Load: l}
-	if st.AppServer == Gunicorn {
-		res.AppWorkers, res.AppThreads, res.AppKeepaliveS = st.GunicornWorkers, st.GunicornThreads, st.GunicornKeepalive
-	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		res.LoadAvg = strings.TrimSpace(string(b))
-	}
-
-	// Counters at the start of the window; the probes' own connections
-	// come first.
-	var (
-		acc0, act0 int64
-		ri0        map[string]string
-		base       []hopSockets
-		cpu0       map[string]int64
-		delay0     map[string]map[int]int64
-		ext0       map[string]int64
-	)
-	pids := st.Pids()
-	begin := func() (err error) {
-		// The three connection counters back to back, then the sockets:
-		// the load runs meanwhile, so what lies between them is skew.
-		if acc0, err = nginxAccepts(st.NginxPort); err != nil {
-			return err
-		}
-		if ri0, err = redisInfo(st.RedisPort, "total_connections_received"); err != nil {
-			return err
-		}
-		if act0, _, err = tcpOpens(); err != nil {
-			return err
-		}
-		if ext0, err = tcpExt(); err != nil {
-			return err
-		}
-		if base, err = readHops(hops, allStates, true); err != nil {
-			return err
-		}
-		if cpu0, err = st.tierTicks(pids); err != nil {
-			return err
-		}
-		res.CPUPressure[0] = cpuPressure()
-		delay0, err = st.tierDelays(pids)
+// readCPU fills the snapshot's CPU part: read right at a window's edge.
+func (st *Stack) readCPU(sn *snapshot, pids map[string]int, own *harnessCPU) (err error) {
+	if sn.cpu, err = st.tierTicks(pids); err != nil {
 		return err
 	}
-	// Sample the open and closing sockets every 100 ms during the window.
-	var smu sync.Mutex
-	openPeak := make([]int, len(hops))
-	closingPeak := make([]map[string]int, len(hops))
-	for i := range closingPeak {
-		closingPeak[i] = map[string]int{}
+	if sn.mach, sn.steal, err = machineTicks(); err != nil {
+		return err
 	}
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var swg sync.WaitGroup
-	defer func() { stopSampling(); swg.Wait() }()
-	swg.Add(1)
-	go func() {
-		defer swg.Done()
-		const notTW = allStates &^ (1 << stTimeWait)
-		select {
-		case <-sampleCtx.Done():
-			return
-		case <-time.After(l.Warmup):
+	sn.pressure = cpuPressure()
+	sn.delay, err = st.tierDelays(pids, own)
+	return err
+}
+
+// readCounts fills the snapshot's connection counters and sockets. The
+// three counters are read back to back, then the sockets: the load runs
+// meanwhile, so what lies between them is skew. Each probe counts itself
+// (see window).
+func (st *Stack) readCounts(sn *snapshot) (err error) {
+	if sn.accepts, err = nginxAccepts(st.NginxPort); err != nil {
+		return err
+	}
+	ri, err := redisInfo(st.RedisPort, "total_connections_received")
+	if err != nil {
+		return err
+	}
+	sn.redisConns, _ = strconv.ParseInt(ri["total_connections_received"], 10, 64)
+	if sn.activeOpens, _, err = tcpOpens(); err != nil {
+		return err
+	}
+	if sn.ext, err = tcpExt(); err != nil {
+		return err
+	}
+	sn.socks, err = readHops(st.Hops(), allStates, true)
+	return err
+}
+
+// sampler records, every 100 ms, the most open and closing sockets of
+// each hop in the current window, and how the load's connections are
+// spread over nginx's workers.
+type sampler struct {
+	mu      sync.Mutex
+	win     int // -1: before the first window
+	open    [][]int
+	closing [][]map[string]int
+	st      *Stack
+	split   []int // the load's connections per nginx worker, at the last sample
+}
+
+func newSampler(windows, hops int) *sampler {
+	s := &sampler{win: -1, open: make([][]int, windows), closing: make([][]map[string]int, windows)}
+	for w := range windows {
+		s.open[w] = make([]int, hops)
+		s.closing[w] = make([]map[string]int, hops)
+		for h := range hops {
+			s.closing[w][h] = map[string]int{}
 		}
-		for {
-			select {
-			case <-sampleCtx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			hs, err := readHops(hops, notTW, false)
-			if err != nil {
-				continue
-			}
-			smu.Lock()
+	}
+	return s
+}
+
+func (s *sampler) setWindow(w int) { s.mu.Lock(); s.win = w; s.mu.Unlock() }
+
+func (s *sampler) run(ctx context.Context, hops []Hop, own *harnessCPU) {
+	const notTW = allStates &^ (1 << stTimeWait)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	own.own()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		t0 := threadCPU()
+		hs, err := readHops(hops, notTW, false)
+		split := s.st.nginxSplit()
+		own.add(threadCPU() - t0)
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if split != nil && s.win >= 0 {
+			s.split = split
+		}
+		if w := s.win; w >= 0 && w < len(s.open) {
 			for i, h := range hs {
-				openPeak[i] = max(openPeak[i], h.client[stEstablished])
-				for _, st := range []int{stFinWait1, stFinWait2, stCloseWait, stLastAck, stClosing} {
+				s.open[w][i] = max(s.open[w][i], h.client[stEstablished])
+				for _, state := range []int{stFinWait1, stFinWait2, stCloseWait, stLastAck, stClosing} {
 					for side, ss := range map[string]*sideStates{"client": &h.client, "server": &h.server} {
-						k := side + "_" + stateNames[st]
-						closingPeak[i][k] = max(closingPeak[i][k], ss[st])
+						k := side + "_" + stateNames[state]
+						s.closing[w][i][k] = max(s.closing[w][i][k], ss[state])
 					}
 				}
 			}
-			smu.Unlock()
 		}
-	}()
+		s.mu.Unlock()
+	}
+}
 
+// harnessCPU adds up the CPU time the measurement itself spends in the
+// load's process (the samplers, the probe, the readings at the slices'
+// edges), which is not the load's work: it counts as the machine's other
+// work.
+type harnessCPU struct {
+	ns   atomic.Int64
+	mu   sync.Mutex
+	tids map[int]bool // the measurement's own threads (sampler, probe)
+}
+
+func (h *harnessCPU) add(d time.Duration) { h.ns.Add(int64(d)) }
+
+// own marks the calling thread as the measurement's: its run delay is not
+// the load's.
+func (h *harnessCPU) own() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tids == nil {
+		h.tids = map[int]bool{}
+	}
+	h.tids[syscall.Gettid()] = true
+}
+
+func (h *harnessCPU) isOwn(tid int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tids[tid]
+}
+
+// Measure warms the stack up with the load for l.Warmup, then measures it
+// for l.Duration. With l.Calibrate, a calibration window that long is
+// measured too (res.Calibration): interleaved with the measured one in
+// slices of l.Slice (one calibration slice, then two measured ones, and so
+// on), or before it when l.Slice is 0, with one load running throughout
+// (the users keep their connections across the slices' edges). Slices put
+// both windows in the same conditions: on a machine shared with other
+// programs, how fast the CPU runs for the stack drifts over seconds.
+func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
+	url := "http://" + addr(st.NginxPort)
+	hops := st.Hops()
+	pids := st.Pids()
+	loadavg := ""
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		loadavg = strings.TrimSpace(string(b))
+	}
+	if l.Calibrate > 0 && l.Kind == LoadSiege {
+		return nil, fmt.Errorf("stack: a calibration window needs the Go load (siege runs one window)")
+	}
+	durs, labels := sliceLayout(l)
+	nl := 1 // labels: 0 the measured window, 1 the calibration window
+	if l.Calibrate > 0 {
+		nl = 2
+	}
+	n := len(durs)
+	snaps := make([]*snapshot, n+1)
+	for i := range snaps {
+		snaps[i] = &snapshot{}
+	}
+	smp := newSampler(nl, len(hops))
+	smp.st = st
+	probe := newSpeedProbe(nl)
+	stalls := newStallProbe(nl)
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var swg sync.WaitGroup
+	defer func() { stopSampling(); swg.Wait() }()
+	swg.Add(3)
+	own := &harnessCPU{}
+	go func() { defer swg.Done(); smp.run(sampleCtx, hops, own) }()
+	go func() { defer swg.Done(); probe.run(sampleCtx, own) }()
+	go func() { defer swg.Done(); stalls.run(sampleCtx) }()
+
+	// At the start of slice i: its counters, then its CPU.
+	mark := func(i int) error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		t0 := threadCPU()
+		defer func() { own.add(threadCPU() - t0) }()
+		if err := st.readCounts(snaps[i]); err != nil {
+			return err
+		}
+		snaps[i].harness = time.Duration(own.ns.Load())
+		if err := st.readCPU(snaps[i], pids, own); err != nil {
+			return err
+		}
+		smp.setWindow(labels[i])
+		probe.setWindow(labels[i])
+		stalls.setWindow(labels[i])
+		return nil
+	}
 	var lr *loadResult
-	var from, to time.Time
+	var marks []time.Time
 	var err error
 	switch l.Kind {
 	case LoadSiege:
 		if l.Warmup > 0 {
 			wctx, cancel := context.WithTimeout(ctx, l.Warmup)
 			var w *loadResult
-			w, err = goLoad(wctx, url, Load{Concurrency: l.Concurrency, KeepAlive: l.KeepAlive}, time.Now(), time.Now(), nil)
+			now := time.Now()
+			w, err = goLoad(wctx, url, Load{Concurrency: l.Concurrency, KeepAlive: l.KeepAlive}, []time.Time{now, now}, nil)
 			cancel()
 			if w != nil {
 				w.closeIdle()
@@ -197,28 +237,28 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 				return nil, fmt.Errorf("stack: warm-up: %w", err)
 			}
 		}
-		if err := begin(); err != nil {
+		if err := mark(0); err != nil {
 			return nil, err
 		}
-		from = time.Now()
+		from := time.Now()
 		lr, err = siegeLoad(ctx, st.Dir, url, l)
-		to = time.Now()
+		marks = []time.Time{from, time.Now()}
 	default:
-		// One closed loop for the warm-up and the window, so the users
-		// keep their connections across the start of the window.
-		from = time.Now().Add(l.Warmup)
-		to = from.Add(l.Duration)
-		lctx, cancel := context.WithDeadline(ctx, to)
-		lr, err = goLoad(lctx, url, l, from, to, begin)
+		// One closed loop for the warm-up and the slices.
+		marks = []time.Time{time.Now().Add(l.Warmup)}
+		for _, d := range durs {
+			marks = append(marks, marks[len(marks)-1].Add(d))
+		}
+		lctx, cancel := context.WithDeadline(ctx, marks[n])
+		lr, err = goLoad(lctx, url, l, marks, mark)
 		cancel()
 	}
-	// CPU at the end of the window, before anything else runs.
-	cpu1, cerr := st.tierTicks(pids)
-	delay1, derr := st.tierDelays(pids)
-	res.CPUPressure[1] = cpuPressure()
-	if cerr == nil {
-		cerr = derr
-	}
+	smp.setWindow(-1)
+	probe.setWindow(-1)
+	stalls.setWindow(-1)
+	// CPU at the end of the last slice, before anything else runs.
+	snaps[n].harness = time.Duration(own.ns.Load())
+	cerr := st.readCPU(snaps[n], pids, own)
 	stopSampling()
 	swg.Wait()
 	if err != nil {
@@ -227,90 +267,227 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 	if cerr != nil {
 		return nil, cerr
 	}
-	window := to.Sub(from)
-
 	// Let the closes in flight finish, then read the counters.
 	time.Sleep(300 * time.Millisecond)
-	act1, _, err := tcpOpens()
-	if err != nil {
-		return nil, err
-	}
-	ext1, err := tcpExt()
-	if err != nil {
-		return nil, err
-	}
-	res.TCPExt = map[string]int64{}
-	for k, v := range ext1 {
-		res.TCPExt[k] = v - ext0[k]
-	}
-	end, err := readHops(hops, allStates, true)
-	if err != nil {
-		return nil, err
-	}
-	acc1, err := nginxAccepts(st.NginxPort)
-	if err != nil {
-		return nil, err
-	}
-	ri1, err := redisInfo(st.RedisPort, "total_connections_received")
-	if err != nil {
+	if err := st.readCounts(snaps[n]); err != nil {
 		return nil, err
 	}
 	// Later still: the app server's keep-alive timer (gunicorn: 2 s,
-	// checked every second) closes the connections nginx left idle.
-	time.Sleep(time.Duration(max(st.GunicornKeepalive, 1)+2) * time.Second)
-	late, err := readHops(hops, allStates, true)
+	// checked every second) closes the connections nginx kept idle.
+	late := snaps[n].socks
+	if st.AppServer == Gunicorn && st.Keepalive > 0 {
+		time.Sleep(time.Duration(max(st.GunicornKeepalive, 1)+2) * time.Second)
+		late, err = readHops(hops, allStates, true)
+	}
 	if lr.closeIdle != nil {
 		lr.closeIdle()
 	}
 	if err != nil {
 		return nil, err
 	}
-
-	r0, _ := strconv.ParseInt(ri0["total_connections_received"], 10, 64)
-	r1, _ := strconv.ParseInt(ri1["total_connections_received"], 10, 64)
-	// Each probe counts itself: the ones before the window are in the
-	// first reading, the ones after it in the second only.
-	clientNginx := acc1 - acc0 - 1
-	appRedis := r1 - r0 - 1
-	nginxApp := (act1 - act0) - clientNginx - appRedis
-	connects := []int64{clientNginx, nginxApp, appRedis}
-
-	res.DurationS = round(window.Seconds(), 3)
-	res.Requests, res.Errors = lr.requests, lr.errors
-	res.ThroughputRPS = round(float64(lr.requests-lr.errors)/window.Seconds(), 1)
-	if l.Kind == LoadSiege {
-		res.Siege = lr.siege
-		res.ThroughputRPS = round(lr.siege["transaction_rate"], 1)
-		res.DurationS = round(lr.siege["elapsed_time"], 3)
-	} else {
-		res.LatencyMS = latencyStats(lr.latencies)
+	accs := make([]*windowAcc, nl)
+	for i := range accs {
+		accs[i] = newWindowAcc(len(hops))
 	}
-	for i, h := range hops {
-		hr := HopResult{Hop: h, Connects: connects[i], OpenEnd: end[i].client[stEstablished], OpenPeak: max(openPeak[i], end[i].client[stEstablished])}
-		for p := range end[i].clientTW {
-			if !base[i].clientTW[p] {
-				hr.TimeWaitClient++
-				if end[i].serverTW[p] && !base[i].serverTW[p] {
-					hr.TimeWaitBoth++
+	for i := range n {
+		var lateSocks []hopSockets
+		if i == n-1 {
+			lateSocks = late
+		}
+		accs[labels[i]].add(snaps[i], snaps[i+1], lateSocks, &lr.windows[i], lr, durs[i], i == n-1)
+	}
+	results := make([]*Result, nl)
+	for w := range nl {
+		res := &Result{AppServer: st.AppServer, Redis: st.Redis, Keepalive: st.Keepalive,
+			NginxWorkers: st.NginxWorkers, Load: l, LoadAvg: loadavg}
+		if st.AppServer == Gunicorn {
+			res.AppWorkers, res.AppThreads, res.AppKeepaliveS = st.GunicornWorkers, st.GunicornThreads, st.GunicornKeepalive
+		}
+		accs[w].result(res, hops, smp.open[w], smp.closing[w])
+		if l.Kind == LoadSiege {
+			res.Siege = lr.siege
+			res.ThroughputRPS = round(lr.siege["transaction_rate"], 1)
+			res.DurationS = round(lr.siege["elapsed_time"], 3)
+			res.LatencyMS = nil
+		}
+		res.ProbeUS = probe.median(w)
+		res.LoadStallsPerS, res.LoadStallMS = stalls.summary(w, accs[w].length)
+		results[w] = res
+	}
+	res := results[0]
+	if nl > 1 {
+		res.Calibration = results[1]
+	}
+	res.NginxErrors = nginxErrors(filepath.Join(st.Dir, "error.log"))
+	smp.mu.Lock()
+	res.NginxWorkerConns = smp.split
+	smp.mu.Unlock()
+	return res, nil
+}
+
+// nginxSplit counts the load's established connections held by each nginx
+// worker (the kernel hands a new connection to whichever worker accepts it
+// first), largest first; nil when it cannot be read.
+func (st *Stack) nginxSplit() []int {
+	master := st.Pids()["nginx"]
+	byInode := map[uint64]int{}
+	var workers []int
+	_ = walkTree(master, func(p int, _ []string) {
+		if p == master {
+			return
+		}
+		workers = append(workers, p)
+		dir := filepath.Join("/proc", strconv.Itoa(p), "fd")
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			l, err := os.Readlink(filepath.Join(dir, e.Name()))
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			if ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"), 10, 64); err == nil {
+				byInode[ino] = p
+			}
+		}
+	})
+	if len(workers) == 0 {
+		return nil
+	}
+	count := map[int]int{}
+	err := dumpSockets(1<<stEstablished, func(s diagSock) {
+		if s.lport == uint16(st.NginxPort) {
+			if p, ok := byInode[uint64(s.inode)]; ok {
+				count[p]++
+			}
+		}
+	})
+	if err != nil {
+		return nil
+	}
+	out := make([]int, 0, len(workers))
+	for _, p := range workers {
+		out = append(out, count[p])
+	}
+	slices.SortFunc(out, func(a, b int) int { return b - a })
+	return out
+}
+
+// windowAcc adds up the slices of one window.
+type windowAcc struct {
+	requests, errors int
+	latencies        []time.Duration
+	length           time.Duration
+	connects         []int64
+	tw               [][3]int // client, server, both
+	idleClose        [][2]int
+	openEnd          []int
+	cpuTicks         map[string]int64
+	delay            map[string]time.Duration
+	runs             map[string]int64
+	mach, steal      int64
+	harness          time.Duration
+	ext              map[string]int64
+	pressure         [2]float64
+	slices           int
+}
+
+func newWindowAcc(hops int) *windowAcc {
+	return &windowAcc{connects: make([]int64, hops), tw: make([][3]int, hops), idleClose: make([][2]int, hops),
+		openEnd: make([]int, hops), cpuTicks: map[string]int64{}, delay: map[string]time.Duration{}, runs: map[string]int64{}, ext: map[string]int64{}}
+}
+
+// add counts what happened between snapshots a and b: the load's requests
+// lw in a slice of the given length, the connections opened and the
+// TIME_WAIT sockets that appeared on each hop, and CPU; late, if not nil,
+// is a reading after the app server's idle timer has run.
+func (acc *windowAcc) add(a, b *snapshot, late []hopSockets, lw *loadWindow, lr *loadResult, length time.Duration, last bool) {
+	if acc.slices == 0 {
+		acc.pressure[0] = a.pressure
+	}
+	acc.slices++
+	acc.pressure[1] = b.pressure
+	acc.length += length
+	acc.requests += lw.requests
+	acc.errors += lw.errors
+	acc.latencies = append(acc.latencies, lw.latencies...)
+	// Each probe counts itself: the ones before the slice are in the
+	// first reading, the ones after it in the second only; the kernel's
+	// ActiveOpens counts both of the second reading's probes.
+	clientNginx := b.accepts - a.accepts - 1
+	appRedis := b.redisConns - a.redisConns - 1
+	nginxApp := (b.activeOpens - a.activeOpens) - clientNginx - appRedis - 2
+	for i, c := range []int64{clientNginx, nginxApp, appRedis} {
+		if i < len(acc.connects) {
+			acc.connects[i] += c
+		}
+	}
+	for k, v := range b.ext {
+		acc.ext[k] += v - a.ext[k]
+	}
+	for i := range acc.tw {
+		end, base := b.socks[i], a.socks[i]
+		for p := range end.clientTW {
+			if !base.clientTW[p] {
+				acc.tw[i][0]++
+				if end.serverTW[p] && !base.serverTW[p] {
+					acc.tw[i][2]++
 				}
 			}
 		}
-		for p := range end[i].serverTW {
-			if !base[i].serverTW[p] {
-				hr.TimeWaitServer++
+		for p := range end.serverTW {
+			if !base.serverTW[p] {
+				acc.tw[i][1]++
 			}
 		}
-		for p := range late[i].clientTW {
-			if !end[i].clientTW[p] && !base[i].clientTW[p] {
-				hr.IdleCloseClient++
+		if late != nil {
+			for p := range late[i].clientTW {
+				if !end.clientTW[p] && !base.clientTW[p] {
+					acc.idleClose[i][0]++
+				}
+			}
+			for p := range late[i].serverTW {
+				if !end.serverTW[p] && !base.serverTW[p] {
+					acc.idleClose[i][1]++
+				}
 			}
 		}
-		for p := range late[i].serverTW {
-			if !end[i].serverTW[p] && !base[i].serverTW[p] {
-				hr.IdleCloseServer++
-			}
+		if last {
+			acc.openEnd[i] = end.client[stEstablished]
 		}
-		hr.ClosingPeak = map[string]int{}
+	}
+	for _, t := range Tiers {
+		ticks := b.cpu[t] - a.cpu[t]
+		if t == "load" && lr.pid != 0 {
+			ticks = lr.cpuTicks
+		}
+		acc.cpuTicks[t] += ticks
+		if t != "load" || lr.pid == 0 {
+			d, n := delaySince(a.delay[t], b.delay[t])
+			acc.delay[t] += d
+			acc.runs[t] += n
+		}
+	}
+	acc.mach += b.mach - a.mach
+	acc.steal += b.steal - a.steal
+	acc.harness += b.harness - a.harness
+}
+
+// result fills res with the window's totals and rates.
+func (acc *windowAcc) result(res *Result, hops []Hop, openPeak []int, closingPeak []map[string]int) {
+	res.TCPExt = acc.ext
+	res.DurationS = round(acc.length.Seconds(), 3)
+	res.Requests, res.Errors = acc.requests, acc.errors
+	if acc.length > 0 {
+		res.ThroughputRPS = round(float64(acc.requests-acc.errors)/acc.length.Seconds(), 1)
+	}
+	res.LatencyMS = latencyStats(acc.latencies)
+	res.CPUPressure = acc.pressure
+	for i, h := range hops {
+		hr := HopResult{Hop: h, Connects: acc.connects[i], OpenEnd: acc.openEnd[i], OpenPeak: max(openPeak[i], acc.openEnd[i]),
+			TimeWaitClient: acc.tw[i][0], TimeWaitServer: acc.tw[i][1], TimeWaitBoth: acc.tw[i][2],
+			IdleCloseClient: acc.idleClose[i][0], IdleCloseServer: acc.idleClose[i][1], ClosingPeak: map[string]int{}}
 		for k, v := range closingPeak[i] {
 			if v > 0 {
 				hr.ClosingPeak[k] = v
@@ -319,30 +496,39 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 		res.Hops = append(res.Hops, hr)
 	}
 	res.CPUMS, res.CPUPerRequestMS, res.Utilisation = map[string]float64{}, map[string]float64{}, map[string]float64{}
-	res.RunDelayPerRequestMS = map[string]float64{}
-	ok := lr.requests - lr.errors
+	res.RunDelayPerRequestMS, res.RunDelayPerRunMS = map[string]float64{}, map[string]float64{}
+	ok := acc.requests - acc.errors
+	stackMS := 0.0
+	res.HarnessCPUMS = round(acc.harness.Seconds()*1000, 1)
 	for _, t := range Tiers {
-		ticks := cpu1[t] - cpu0[t]
-		if t == "load" && lr.pid != 0 {
-			ticks = lr.cpuTicks
+		ms := float64(acc.cpuTicks[t]) * 10
+		if t == "load" && res.HarnessCPUMS > 0 {
+			ms = max(0, ms-res.HarnessCPUMS) // the measurement's own work is not the load's
 		}
-		ms := float64(ticks) * 10
+		stackMS += ms
 		res.CPUMS[t] = ms
 		if ok > 0 {
 			res.CPUPerRequestMS[t] = round(ms/float64(ok), 4)
-			if t != "load" || lr.pid == 0 {
-				res.RunDelayPerRequestMS[t] = round(delaySince(delay0[t], delay1[t]).Seconds()*1000/float64(ok), 4)
+			if d, has := acc.delay[t]; has {
+				res.RunDelayPerRequestMS[t] = round(d.Seconds()*1000/float64(ok), 4)
+				if n := acc.runs[t]; n > 0 {
+					res.RunDelayPerRunMS[t] = round(d.Seconds()*1000/float64(n), 4)
+				}
 			}
 		}
-		res.Utilisation[t] = round(ms/float64(window.Milliseconds()), 3)
+		if acc.length > 0 {
+			res.Utilisation[t] = round(ms/float64(acc.length.Milliseconds()), 3)
+		}
 	}
-	res.NginxErrors = nginxErrors(filepath.Join(st.Dir, "error.log"))
-	return res, nil
+	res.MachineCPUMS, res.StealMS = float64(acc.mach)*10, float64(acc.steal)*10
+	if w := float64(acc.length.Milliseconds()); w > 0 {
+		res.BackgroundCPU = round(max(0, res.MachineCPUMS-stackMS)/w, 3)
+	}
 }
 
 // tierDelays reads each tier's threads' run delays ("load": this process).
-func (st *Stack) tierDelays(pids map[string]int) (map[string]map[int]int64, error) {
-	out := map[string]map[int]int64{}
+func (st *Stack) tierDelays(pids map[string]int, mine *harnessCPU) (map[string]map[int]schedStat, error) {
+	out := map[string]map[int]schedStat{}
 	for tier, pid := range st.tierPids(pids) {
 		d, err := runDelays(pid)
 		if err != nil {
@@ -354,11 +540,12 @@ func (st *Stack) tierDelays(pids map[string]int) (map[string]map[int]int64, erro
 	if err != nil {
 		return nil, err
 	}
-	// This process's own threads only: its children are the tiers.
-	own := map[int]int64{}
+	// This process's own threads only (its children are the tiers), but
+	// for the measurement's.
+	own := map[int]schedStat{}
 	if tasks, err := os.ReadDir("/proc/self/task"); err == nil {
 		for _, t := range tasks {
-			if tid, err := strconv.Atoi(t.Name()); err == nil {
+			if tid, err := strconv.Atoi(t.Name()); err == nil && (mine == nil || !mine.isOwn(tid)) {
 				own[tid] = self[tid]
 			}
 		}

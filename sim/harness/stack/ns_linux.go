@@ -14,20 +14,6 @@ import (
 	"unsafe"
 )
 
-// A Spec is one isolated run: the stack, the load, and the sysctls of its
-// network namespace.
-type Spec struct {
-	Name     string        `json:"name"`
-	Config   Config        `json:"config"`
-	Load     Load          `json:"load"`
-	Warmup   time.Duration `json:"warmup"`
-	Duration time.Duration `json:"duration"`
-	// PortRange ("low high") and TWReuse set ip_local_port_range and
-	// tcp_tw_reuse in the namespace ("" and -1: the kernel's defaults).
-	PortRange string `json:"port_range"`
-	TWReuse   int    `json:"tw_reuse"`
-}
-
 // envChild marks the process RunIsolated starts in the namespaces.
 const envChild = "CONNLAB_STACK_CHILD"
 
@@ -52,11 +38,19 @@ func ChildMain() {
 // cancelled and it is killed) the kernel kills every process it started
 // and drops the namespace. It needs root (CAP_SYS_ADMIN).
 func RunIsolated(ctx context.Context, spec Spec) (*Result, error) {
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("stack: a real stack run needs root for its private network namespace (nginx cannot switch to its worker user inside a user namespace)")
-	}
 	exe, err := os.Executable()
 	if err != nil {
+		return nil, err
+	}
+	return RunIsolatedExec(ctx, spec, exe)
+}
+
+// RunIsolatedExec is RunIsolated with the program to re-execute and its
+// arguments (a binary whose main calls ChildMain before anything else
+// when CONNLAB_STACK_CHILD=1 is set, as sim's does through its hidden
+// harness role).
+func RunIsolatedExec(ctx context.Context, spec Spec, exe string, args ...string) (*Result, error) {
+	if err := CanIsolate(); err != nil {
 		return nil, err
 	}
 	// The directory is the parent's: a child killed on cancellation
@@ -75,7 +69,7 @@ func RunIsolated(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	// At nice -20, as the harness's real runs: on a shared machine the
 	// stack's processes would otherwise wait behind everything else.
-	cmd := exec.CommandContext(ctx, "nice", "-n", "-20", exe)
+	cmd := exec.CommandContext(ctx, "nice", append([]string{"-n", "-20", exe}, args...)...)
 	cmd.Env = append(os.Environ(), envChild+"=1")
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errb bytes.Buffer
@@ -96,6 +90,16 @@ func RunIsolated(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, fmt.Errorf("stack: run %q: reading its result: %v", spec.Name, err)
 	}
 	return &res, nil
+}
+
+// CanIsolate says why this process cannot run the stack in namespaces of
+// its own, or nil: it needs root (nginx cannot switch to its worker user
+// inside a user namespace).
+func CanIsolate() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("stack: a real stack run needs root for its private network namespace (nginx cannot switch to its worker user inside a user namespace)")
+	}
+	return nil
 }
 
 func childRun(r io.Reader, w io.Writer) error {
@@ -129,8 +133,8 @@ func childRun(r io.Reader, w io.Writer) error {
 		return err
 	}
 	l := spec.Load
-	l.Warmup, l.Duration = spec.Warmup, spec.Duration
-	ctx, cancel := context.WithTimeout(context.Background(), spec.Warmup+spec.Duration+2*time.Minute)
+	l.Warmup, l.Calibrate, l.Duration, l.Slice = spec.Warmup, spec.Calibrate, spec.Duration, spec.Slice
+	ctx, cancel := context.WithTimeout(context.Background(), spec.Warmup+spec.Calibrate+spec.Duration+2*time.Minute)
 	defer cancel()
 	res, err := Measure(ctx, st, l)
 	if serr := st.Stop(); err == nil && serr != nil {

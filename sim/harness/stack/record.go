@@ -1,5 +1,3 @@
-//go:build linux
-
 package stack
 
 import (
@@ -7,11 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,8 +57,19 @@ func NewRecord() *Record {
 
 var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?`)
 
-// Versions asks each program for its version ("" when it is missing).
+var (
+	versionsOnce sync.Once
+	versions     map[string]string
+)
+
+// Versions asks each program for its version ("" when it is missing),
+// once per process.
 func Versions() map[string]string {
+	versionsOnce.Do(func() { versions = readVersions() })
+	return maps.Clone(versions)
+}
+
+func readVersions() map[string]string {
 	v := map[string]string{}
 	run := func(name string, prog string, args ...string) {
 		out, _ := exec.Command(prog, args...).CombinedOutput()

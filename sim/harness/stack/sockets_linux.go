@@ -1,14 +1,5 @@
 package stack
 
-// A Hop is one TCP hop of the stack, named after the tier that accepts its
-// connections (as the model names hops) and identified by the port that
-// tier listens on: every connection of the hop has that port at the
-// accepting end and an ephemeral port at the connecting end.
-type Hop struct {
-	Name string `json:"name"` // "nginx" (load → nginx), "app" (nginx → app), "redis" (app → redis)
-	Port int    `json:"port"`
-}
-
 // sideStates counts one side's sockets of a hop by TCP state.
 type sideStates [12]int
 

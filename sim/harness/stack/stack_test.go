@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,11 +139,26 @@ func TestRunIsolated(t *testing.T) {
 		Config:   Config{AppServer: Gunicorn, Redis: RedisNew},
 		Load:     Load{Kind: LoadGo, Concurrency: 4, KeepAlive: true},
 		Warmup:   300 * time.Millisecond,
-		Duration: time.Second,
-		TWReuse:  0, PortRange: "10000 65535",
+		Duration: time.Second, Calibrate: 600 * time.Millisecond, Slice: 200 * time.Millisecond,
+		TWReuse: 0, PortRange: "10000 65535",
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The calibration window, interleaved with the measured one, counts
+	// the same way; the CPU's speed and the measurement's own CPU time are
+	// read for both.
+	cal := res.Calibration
+	if cal == nil || cal.Requests < 20 || cal.DurationS != 0.6 || res.DurationS != 1 {
+		t.Fatalf("calibration window %+v", cal)
+	}
+	for _, w := range []*Result{res, cal} {
+		if w.ProbeUS <= 0 || w.HarnessCPUMS <= 0 || w.BackgroundCPU < 0 || w.MachineCPUMS <= 0 {
+			t.Errorf("probe %.1f µs, harness %.1f ms, background %.2f, machine %.0f ms", w.ProbeUS, w.HarnessCPUMS, w.BackgroundCPU, w.MachineCPUMS)
+		}
+		if rd := w.Hops[2]; rd.Connects < int64(w.Requests)-16 || rd.Connects > int64(w.Requests)+16 {
+			t.Errorf("window of %.1f s: %d requests, %d Redis connections", w.DurationS, w.Requests, rd.Connects)
+		}
 	}
 	n := int64(res.Requests)
 	if n < 50 || res.Errors != 0 {
@@ -152,7 +168,7 @@ func TestRunIsolated(t *testing.T) {
 	for _, h := range res.Hops {
 		hop[h.Name] = h
 	}
-	near := func(a, b int64) bool { return a >= b-8 && a <= b+8 } // the window's edges
+	near := func(a, b int64) bool { return a >= b-16 && a <= b+16 } // the slices' edges
 	if rd := hop["redis"]; !near(rd.Connects, n) || !near(int64(rd.TimeWaitClient), n) || rd.TimeWaitServer != 0 {
 		t.Errorf("redis hop %+v for %d requests", rd, n)
 	}
@@ -200,5 +216,23 @@ func TestRunIsolatedCancel(t *testing.T) {
 			cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
 			t.Errorf("left running: %s (%s)", filepath.Dir(p), strings.ReplaceAll(string(cmd), "\x00", " "))
 		}
+	}
+}
+
+// TestSliceLayout: the calibration slices are spread evenly among the
+// measured ones, one then two; without slices the calibration comes first.
+func TestSliceLayout(t *testing.T) {
+	d, l := sliceLayout(Load{Calibrate: 2500 * time.Millisecond, Duration: 5 * time.Second, Slice: 500 * time.Millisecond})
+	want := []int{1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0}
+	if !slices.Equal(l, want) || len(d) != len(want) || d[0] != 500*time.Millisecond {
+		t.Errorf("labels %v, lengths %v", l, d)
+	}
+	d, l = sliceLayout(Load{Calibrate: time.Second, Duration: 3 * time.Second})
+	if !slices.Equal(l, []int{1, 0}) || !slices.Equal(d, []time.Duration{time.Second, 3 * time.Second}) {
+		t.Errorf("no slices: %v %v", l, d)
+	}
+	d, l = sliceLayout(Load{Duration: 3 * time.Second})
+	if !slices.Equal(l, []int{0}) || d[0] != 3*time.Second {
+		t.Errorf("no calibration: %v %v", l, d)
 	}
 }

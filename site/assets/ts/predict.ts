@@ -187,7 +187,7 @@ class Prediction {
   }
 }
 
-function start(): void {
+function startPredictions(): void {
   for (const box of document.querySelectorAll<HTMLElement>("figure.sim .predict")) {
     try {
       new Prediction(box);
@@ -197,5 +197,5 @@ function start(): void {
   }
 }
 
-if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-else start();
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startPredictions);
+else startPredictions();

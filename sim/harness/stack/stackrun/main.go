@@ -36,6 +36,8 @@ func main() {
 	clientKA := flag.String("client-keepalive", "auto", "clients keep their connection to nginx: true, false, or auto (go: true, siege: false, its default)")
 	dur := flag.Duration("d", 10*time.Second, "measured window")
 	warm := flag.Duration("warmup", 2*time.Second, "warm-up before the window")
+	calib := flag.Duration("calibrate", 0, "a calibration window besides the measured one (Go load only; 0: none)")
+	slice := flag.Duration("slice", 0, "interleave the calibration and measured windows in slices this long (0: calibration first)")
 	nginxW := flag.Int("nginx-workers", 2, "nginx worker_processes")
 	gw := flag.Int("gunicorn-workers", 1, "gunicorn --workers")
 	gt := flag.Int("gunicorn-threads", 8, "gunicorn --threads")
@@ -47,10 +49,16 @@ func main() {
 	appendTo := flag.Bool("append", false, "with -o, add the runs to the record already in that file (same software versions)")
 	quiet := flag.Float64("quiet", 0, "before each run, wait until the 1-minute load average is below this (0: do not wait)")
 	quietMax := flag.Duration("quiet-max", 10*time.Minute, "wait at most this long for -quiet")
+	tag := flag.String("tag", "", "a batch label added to each run's name (\"/TAG\")")
+	fit := flag.Bool("fit", false, "fit each app server's costs over the calibration windows of the records named as arguments (stack.Calibrate), print them as JSON, and run nothing")
 	merge := flag.Bool("merge", false, "merge the records named as arguments (same software versions) into -o, and run nothing")
 	flag.Parse()
 	if *merge {
 		check(mergeRecords(*out, flag.Args()))
+		return
+	}
+	if *fit {
+		check(fitRecords(flag.Args()))
 		return
 	}
 
@@ -77,12 +85,17 @@ func main() {
 							if *ports == "" {
 								name += "/kernel-defaults"
 							}
+							if *tag != "" {
+								name += "/" + *tag
+							}
 							specs = append(specs, stack.Spec{
 								Name: name,
 								Config: stack.Config{AppServer: app, Redis: rd, Keepalive: k, NginxWorkers: *nginxW,
 									GunicornWorkers: *gw, GunicornThreads: *gt, GunicornKeepalive: *gka},
 								Load:      stack.Load{Kind: ld, Concurrency: n, KeepAlive: keep},
 								Warmup:    *warm,
+								Calibrate: *calib,
+								Slice:     *slice,
 								Duration:  *dur,
 								PortRange: *ports, TWReuse: *twr,
 							})
@@ -227,4 +240,38 @@ func check(err error) {
 		fmt.Fprintf(os.Stderr, "stackrun: %v\n", err)
 		os.Exit(2)
 	}
+}
+
+// fitRecords prints, per app server, the costs fitted over the calibration
+// windows of the runs in the records named.
+func fitRecords(files []string) error {
+	windows := map[string][]*stack.Result{}
+	for _, f := range files {
+		r, err := readRecord(f)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("%s: no record", f)
+		}
+		for _, run := range r.Runs {
+			if run.Calibration != nil {
+				windows[run.AppServer] = append(windows[run.AppServer], run.Calibration)
+			}
+		}
+	}
+	out := map[string]*stack.Costs{}
+	for app, ws := range windows {
+		c, err := stack.Calibrate(ws)
+		if err != nil {
+			return err
+		}
+		out[app] = c
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(b))
+	return nil
 }

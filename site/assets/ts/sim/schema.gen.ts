@@ -27,7 +27,7 @@ export type PoolFull = "wait" | "error";
 
 export type Reuse = "none" | "request" | "process" | "pool" | "upstream-keepalive";
 
-export type Setup = "auto" | "http" | "redis" | "proxy" | "php" | "php-native";
+export type Setup = "auto" | "http" | "redis" | "proxy" | "php" | "php-native" | "stack";
 
 export type Side = "client" | "server";
 
@@ -158,6 +158,11 @@ export interface PhaseRow {
   tolerance_ms: number; // ms
   ok: boolean;
   note?: string;
+}
+
+export interface RubricPoint {
+  point: string;
+  any: string[];
 }
 
 export interface Sample {

@@ -10,6 +10,7 @@
 // server reads the lab files afresh, so an author's edit shows at the next
 // run without a rebuild. The model in the page is for hosts without one.
 import { CDF } from "./cdf";
+import { ChainView, chainOf } from "./chain";
 import { ERROR, VARIANT, el } from "./canvas";
 import { Controls } from "./controls";
 import { shellQuote } from "./helpers";
@@ -41,7 +42,7 @@ interface Transport {
 
 let firstResult = false; // a run finished on this page (benchmarks read the mark)
 
-interface Pane { d: VariantData; wf: Waterfall; tl: Timeline; root: HTMLElement }
+interface Pane { d: VariantData; wf: Waterfall; tl: Timeline; root: HTMLElement; chain?: ChainView }
 
 export class Widget {
   readonly block: string;
@@ -233,8 +234,11 @@ export class Widget {
       root.append(chips); // even empty: panes line up on a subgrid
       const wf = new Waterfall((html, e) => this.tip(html, e));
       const tl = new Timeline((html, e) => this.tip(html, e), this.data.port_count);
+      const tiers = chainOf(this.data.results?.variants?.find((x) => x.name === d.name)?.summary);
+      const chain = tiers ? new ChainView(tiers) : undefined;
+      if (chain) root.append(chain.root);
       root.append(el("p", "sim-sub", t("w_waterfall")), wf.root, el("p", "sim-sub", t("w_connections")), tl.root);
-      return { d, wf, tl, root };
+      return { d, wf, tl, root, chain };
     });
     this.panesEl.replaceChildren(...this.panes.map((p) => p.root));
     this.panesEl.style.setProperty("--cols", String(Math.min(vs.length, 4)));
@@ -453,6 +457,8 @@ export class Widget {
         const d = this.variant(m.variant);
         const evs = m.events || [];
         if (d) for (let i = 0; i < evs.length; i++) d.add(evs[i]);
+        const chain = this.panes.find((p) => p.d === d)?.chain;
+        if (chain) for (let i = 0; i < evs.length; i++) chain.add(evs[i]);
         this.events += evs.length;
         break;
       }
@@ -479,6 +485,7 @@ export class Widget {
           const d = this.variant(v.name);
           if (!d) continue;
           if (v.summary) d.summary = v.summary;
+          this.panes.find((p) => p.d === d)?.chain?.fromSummary(d.summary);
           d.error = v.error || "";
           d.runtime = v.runtime || null;
           d.checks = v.checks || null;
@@ -548,10 +555,15 @@ export class Widget {
       name: p.d.name,
       params: this.effective[p.d.name] || {},
       summary: p.d.summary,
-      calls: p.d.calls.slice(0, 16).map((c) => ({
-        namelookup_ms: c.dns, connect_ms: c.connect, appconnect_ms: c.tls, starttransfer_ms: c.ttfb,
-        total_ms: c.total, new_conn: c.newConn, handshake: c.handshake, error: c.error,
-      })),
+      calls: p.d.calls.slice(0, 16).map((c) => {
+        // curl's names for the cumulative times (PHASES order), as events carry them.
+        const call: Record<string, number | boolean | string> = { new_conn: c.newConn, handshake: c.handshake, error: c.error };
+        PHASES.forEach((ph, i) => {
+          if (ph.curl) call[ph.json] = c.t[i];
+        });
+        call.total_ms = c.total;
+        return call;
+      }),
     }));
     document.dispatchEvent(new CustomEvent("connlab:result", { detail: { block: this.block, mode: this.real ? "real" : "model", variants } }));
   }
@@ -603,6 +615,7 @@ export class Widget {
     for (const p of this.panes) {
       p.wf.render(p.d, x);
       p.tl.render(p.d, (rows || 1) * 1.04, gauge || 1);
+      p.chain?.render();
     }
     this.cdf.render(vs);
     if (this.summaryDirty) {
