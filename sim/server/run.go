@@ -388,7 +388,9 @@ func (r *run) execModel() error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			r.c.send(encode(outStats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary}))
+			if err := st.reply(encode(outStats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})); err != nil {
+				return r.stopped(ctx, err)
+			}
 		}
 	}
 	checks := []lab.Check{}

@@ -162,6 +162,25 @@ func (st *stream) drain() error {
 	return st.err
 }
 
+// reply queues a model run's control reply (a variant's stats) once it
+// fits beside the batches still queued for the page. Queued at once, a
+// reply after a batch that filled the page's buffer would close a page that
+// reads as fast as it can (web.Conn drops a reader whose replies that
+// cannot be dropped exceed its buffer).
+func (st *stream) reply(data []byte) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.err == nil && st.turn != nil {
+		lim := st.c.s.limits
+		st.err = st.c.waitRoom(st.ctx, max(lim.ClientBuffer-len(data)-web.QueueOverhead, 0), st.turn, true)
+	}
+	if st.err != nil {
+		return st.err
+	}
+	st.c.send(data)
+	return nil
+}
+
 // failure is why a model run's stream cannot go on (its page or the run
 // ended while it waited), or nil.
 func (st *stream) failure() error {
