@@ -47,7 +47,7 @@ func TestBrowserRealPHP(t *testing.T) {
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("the widget has no Run real button: %v", err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("sim-option-sets").scrollIntoView()`),
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("#sim-option-sets[data-predict=pending] .pr-skip")?.click(); document.getElementById("sim-option-sets").scrollIntoView()`),
 		chromedp.Click(chromedp.CSS("#sim-option-sets .sim-run-real"))); err != nil {
 		t.Fatal(err)
 	}

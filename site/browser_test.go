@@ -61,8 +61,13 @@ func browser(t testing.TB) context.Context {
 		chromedp.Flag("lang", "en-US"),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
+	tab, cancelTab := chromedp.NewContext(actx)
+	// A test that waits for something that never comes (an element a
+	// prediction keeps hidden, say) fails on its own after browserTimeout
+	// instead of stopping the whole package at go test's timeout.
+	ctx, cancelTimeout := context.WithTimeout(tab, browserTimeout)
 	t.Cleanup(func() {
+		cancelTimeout()
 		cancelTab()
 		cancelAlloc()
 		// The allocator waits for the browser to exit; check that it did.
@@ -81,6 +86,9 @@ func browser(t testing.TB) context.Context {
 	})
 	return ctx
 }
+
+// browserTimeout bounds one test's use of its browser.
+const browserTimeout = 8 * time.Minute
 
 // processesWith lists the pids whose command line mentions s.
 func processesWith(s string) []string {

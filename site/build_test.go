@@ -460,9 +460,15 @@ func TestWidgetsMatchBlocks(t *testing.T) {
 					case varKeys[st.Key]:
 					case st.Key == "share_sets":
 					case strings.HasPrefix(st.Key, "tier."):
-						// A chain's tiers are shown as fixed text.
+						// A chain's tiers are named as fixed text; a tier's
+						// own keys (tier.NAME.KEY) are controls like the
+						// block's, but for those of a fixed kind.
 						if _, ok := data.Fixed["tier"]; !ok {
 							t.Errorf("block %s: its tiers are not shown (fixed text \"tier\")", b.ID)
+						}
+						key := st.Key[strings.LastIndexByte(st.Key, '.')+1:]
+						if tp, _ := sim.LookupParam(key); !tp.Fixed && tp.Kind != "sets" {
+							want = append(want, st.Key)
 						}
 					case param.Fixed:
 						if _, ok := data.Fixed[st.Key]; !ok {

@@ -202,7 +202,7 @@ func TestBrowserExercises(t *testing.T) {
 		hash string
 		want view
 	}{
-		{"", view{Sims: 5, Exercises: 6, Write: 0, Keys: 0, Inputs: 9, Header: true}},
+		{"", view{Sims: 6, Exercises: 6, Write: 0, Keys: 0, Inputs: 9, Header: true}},
 		{"#exercise-worksheet", view{Sims: 0, Exercises: 6, Write: 6, Keys: 0, Inputs: 0}},
 		{"#exercise-key", view{Sims: 0, Exercises: 6, Write: 0, Keys: 6, Inputs: 0}},
 	} {

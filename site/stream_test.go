@@ -432,6 +432,7 @@ func TestBrowserRealRun(t *testing.T) {
 	}
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__statuses = [];
 new MutationObserver(() => __statuses.push(document.querySelector("#%s .sim-status").textContent)).observe(document.querySelector("#%s .sim-status"), {childList: true, characterData: true, subtree: true});`, id, id)),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector("#%s[data-predict=pending] .pr-skip")?.click()`, id)),
 		chromedp.Click(chromedp.CSS("#"+id+" .sim-run-real"))); err != nil {
 		t.Fatal(err)
 	}
