@@ -362,7 +362,6 @@ var overBudget = map[string]float64{
 	"php-persistent-share": 31.0, // the issue: split it (two labs of about 15)
 	"connection-pool":      19.4,
 	"nginx-keepalive":      19.1,
-	"port-exhaustion":      19.1,
 }
 
 // readingTime is a page's reading time and its parts.
