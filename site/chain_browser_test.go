@@ -40,7 +40,7 @@ func TestBrowserChain(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
 	base, _ := serve(t, s)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/labs/nginx-keepalive/")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/labs/whole-stack/")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#sim-stack-gunicorn.live") !== null`,
@@ -133,7 +133,7 @@ func TestBrowserChain(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector(".site-header").style.position = "static"`))
 		if png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#sim-stack-gunicorn .sim-panes"))); err == nil {
-			os.WriteFile(filepath.Join(dir, "en-nginx-keepalive-chain.png"), png, 0o644)
+			os.WriteFile(filepath.Join(dir, "en-whole-stack-chain.png"), png, 0o644)
 		}
 	}
 }

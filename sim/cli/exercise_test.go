@@ -212,7 +212,7 @@ func TestExerciseBadUsage(t *testing.T) {
 		{[]string{"exercise", "--lang", "ko", none}, "has no Korean translation"},
 		{[]string{"exercise", "--lang", "fr", portLab}, "want en or ko"},
 		{[]string{"exercise", "--json", portLab}, "--json goes with --key"},
-		{[]string{"exercise", "--id", "nope", portLab}, `no exercise "nope" (exercises: first-error, sustained-rate, loopback-reuse, lasting-fix)`},
+		{[]string{"exercise", "--id", "nope", portLab}, `no exercise "nope" (exercises: first-error, loopback-reuse, lasting-fix)`},
 		{[]string{"exercise", "--seed", "9007199254740992", portLab}, "--seed: at most"},
 		{[]string{"exercise"}, "want exactly one FILE"},
 	} {

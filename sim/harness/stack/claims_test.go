@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// The nginx lab's statements about the real stack, held to the recorded
+// The whole-stack lab's statements about the real stack, held to the recorded
 // runs (labs/nginx-keepalive.stack-runs.json). Each test names the words
 // the page uses, checks that both languages still say them, and checks
 // the record: a page that changes its claim, or a record that stops
@@ -19,8 +19,8 @@ import (
 
 const (
 	recordFile = "../../../labs/nginx-keepalive.stack-runs.json"
-	labFile    = "../../../labs/nginx-keepalive.md"
-	labFileKo  = "../../../labs/nginx-keepalive.ko.md"
+	labFile    = "../../../labs/whole-stack.md"
+	labFileKo  = "../../../labs/whole-stack.ko.md"
 )
 
 func readRecordFile(t *testing.T) *Record {

@@ -130,7 +130,11 @@ export class ChainView {
       tw.append("TIME_WAIT ", c, " | ", s);
       const conn = el("span", "sim-chain-connects", t("w_chain_connects", { n: int(h.connects) }));
       hop.append(el("span", "sim-chain-arrow", "↓"), open, tw, conn);
-      parts.push(hop, el("div", "sim-chain-tier", name));
+      // The tier's name is the scenario's identifier (tier.NAME.* keys),
+      // not prose: it stays as written in every language.
+      const tier = el("div", "sim-chain-tier", name);
+      tier.translate = false;
+      parts.push(hop, tier);
     });
     this.diagram.replaceChildren(...parts);
   }
