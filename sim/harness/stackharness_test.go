@@ -2,11 +2,15 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,5 +372,118 @@ func TestStackRunBlock(t *testing.T) {
 	}
 	if v.Summary.Hop["redis"].TimeWaitClient == 0 {
 		t.Errorf("measured Redis hop %+v", v.Summary.Hop["redis"])
+	}
+}
+
+// stackCostKeys are the stack blocks' keys that sim validate measures again
+// in every real run and gives its model; on the page they are assumptions.
+var stackCostKeys = regexp.MustCompile(`^\s*(cpu_background|load_cpu|server_time|server_conn_time|client_conn_time)\s*=.*#\s*(measured|측정)`)
+
+// TestStackBlockAssumptions: the whole-stack blocks' costs and background
+// are the page model's assumptions, not facts: no such key is commented
+// "measured" (sim validate measures them in each run and gives the model
+// its own), and each is within what the recorded runs of the same
+// configuration measured on the test machine
+// (labs/nginx-keepalive.stack-runs.json): every variant's CPU per request
+// in the page's model, tier by tier and for the load, lies between the
+// least and the most a recorded run measured, and cpu_background is within
+// a quarter of what other work took in the median recorded run. A
+// configuration never run for real is not compared.
+func TestStackBlockAssumptions(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(labsDir, "nginx-keepalive.stack-runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec stack.Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(labsDir, "*.md"))
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each ```sim block with [[tier]] tables, line by line.
+		var block []int
+		lines := strings.Split(string(src), "\n")
+		for i, line := range lines {
+			switch {
+			case strings.HasPrefix(line, "```sim"):
+				block = []int{}
+			case strings.HasPrefix(line, "```") && block != nil:
+				if slices.ContainsFunc(block, func(j int) bool { return strings.TrimSpace(lines[j]) == "[[tier]]" }) {
+					for _, j := range block {
+						if stackCostKeys.MatchString(lines[j]) {
+							t.Errorf("%s:%d: %q: sim validate measures this in each run; on the page it is an assumption (say where it came from)", filepath.Base(f), j+1, strings.TrimSpace(lines[j]))
+						}
+					}
+				}
+				block = nil
+			case block != nil:
+				block = append(block, i)
+			}
+		}
+	}
+	checked := 0
+	eachBlock(t, func(t *testing.T, file string, bl *lab.Block) {
+		if !isStackBlock(t, bl) {
+			t.Skip("one hop")
+		}
+		p, err := NewPlan(context.Background(), bl, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := bl.RunVariants(context.Background(), lab.RunOptions{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, vp := range p.Variants {
+			s, sum := res.Variants[i].Scenario, res.Variants[i].Summary
+			cfg, load := vp.Stack.Config, vp.Stack.Load
+			cpu := map[string][]float64{}
+			var bg []float64
+			for _, r := range rec.Runs {
+				if r.AppServer != cfg.AppServer || r.Redis != cfg.Redis || r.Keepalive != cfg.Keepalive ||
+					r.Load.Kind != stack.LoadGo || r.Load.Concurrency != load.Concurrency || r.Load.KeepAlive != load.KeepAlive {
+					continue
+				}
+				for _, w := range []*stack.Result{r, r.Calibration} {
+					if w == nil {
+						continue
+					}
+					for k, x := range w.CPUPerRequestMS {
+						cpu[k] = append(cpu[k], x)
+					}
+					if w.BackgroundCPU > 0 {
+						bg = append(bg, w.BackgroundCPU)
+					}
+				}
+			}
+			if len(cpu["app"]) < 3 || len(bg) < 3 {
+				t.Logf("%s/%s: %d recorded runs of this configuration (%s, %d users): not compared", bl.ID, vp.Name, len(cpu["app"]), stackLine(vp.Stack), load.Concurrency)
+				continue
+			}
+			within := func(what string, x float64, xs []float64) {
+				lo, hi := slices.Min(xs), slices.Max(xs)
+				if x < lo || x > hi {
+					t.Errorf("%s/%s: %s %.3f is outside what the %d recorded runs measured (%.3f to %.3f)", bl.ID, vp.Name, what, x, len(xs), lo, hi)
+				}
+				checked++
+			}
+			for j, name := range s.TierNames() {
+				tr := sum.Tier[name]
+				within(name+"'s CPU per request (ms)", tr.WorkMS*float64(tr.Requests)/float64(sum.Requests), cpu[stackTierRole(j)])
+			}
+			within("load_cpu (ms)", float64(s.LoadCPU)/1e6, cpu["load"])
+			// Other work's share is "about" the recorded runs' typical one.
+			slices.Sort(bg)
+			if m := bg[len(bg)/2]; math.Abs(s.CPUBackground-m) > m/4 {
+				t.Errorf("%s/%s: cpu_background %.2f is not about the recorded runs' median, %.2f (of %d)", bl.ID, vp.Name, s.CPUBackground, m, len(bg))
+			}
+		}
+	})
+	if checked == 0 {
+		t.Error("no stack block's assumption was checked")
 	}
 }
