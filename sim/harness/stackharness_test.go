@@ -310,8 +310,9 @@ func TestStackCancel(t *testing.T) {
 // TestValidateStackLabs validates every block with tiers of every lab on
 // the real stack, at the lab's parameters with a 3 s measured window:
 // every hop's counts and the throughput within the tolerance, unless the
-// machine is busy (then reported, as the other timing tests do). Its
-// verdict lines carry the load average at the time.
+// machine is busy (then reported, as the other timing tests do); the
+// block's real_expect statements (counts) hold in every run. Its verdict
+// lines carry the load average at the time.
 func TestValidateStackLabs(t *testing.T) {
 	needStack(t)
 	eachBlock(t, func(t *testing.T, file string, b *lab.Block) {
@@ -325,6 +326,21 @@ func TestValidateStackLabs(t *testing.T) {
 			t.Fatal(err)
 		}
 		busy, load := machineBusy()
+		// The page's statements about the real programs hold on this run
+		// too: they are counts, not timings, so they are asserted however
+		// busy the machine is.
+		CheckReal(readLab(t, filepath.Base(file)), []*BlockValidation{bv})
+		if len(b.RealExpects) > 0 && bv.RealProblem == "" && len(bv.RealChecks) != len(b.RealExpects) {
+			t.Errorf("%s: %d of %d real_expect statements checked", b.ID, len(bv.RealChecks), len(b.RealExpects))
+		}
+		for _, c := range bv.RealChecks {
+			if !c.OK {
+				t.Errorf("%s: real_expect %q does not hold on this run: got %s [%s]", b.ID, c.Expect, c.Got, load)
+			}
+		}
+		if bv.RealProblem != "" {
+			t.Logf("%s: real_expect not checked: %s", b.ID, bv.RealProblem)
+		}
 		for _, v := range bv.Variants {
 			var bad []string
 			if v.Chain != nil {
