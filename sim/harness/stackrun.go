@@ -31,6 +31,7 @@ func runStackVariant(ctx context.Context, exe string, p *Plan, vp *VariantPlan, 
 	vr.Summary = measuredSummary(res, s.TierNames(), tierWorkers(&s))
 	info.Stack, info.Isolated, info.WallS = res, true, time.Since(start).Seconds()
 	info.Components = stackComponents(sv)
+	info.Setup, info.Runtime = SetupStack, stackRuntime(sv)
 	if res.Errors > 0 {
 		info.Notes = append(info.Notes, fmt.Sprintf("%d requests failed in the window", res.Errors))
 	}
@@ -51,6 +52,22 @@ func stackLine(sv *StackVariant) string {
 		app = "gunicorn"
 	}
 	return fmt.Sprintf("nginx, %s → %s, Redis %s", ka, app, map[string]string{stack.RedisNew: "connection per request", stack.RedisPool: "pool"}[sv.Config.Redis])
+}
+
+// stackRuntime names the real programs of a stack variant and their
+// versions, as a record's runtime (runtime.KEY in real_expect).
+func stackRuntime(sv *StackVariant) map[string]string {
+	rt := stack.Versions()
+	for k, v := range rt {
+		if v == "" {
+			delete(rt, k)
+		}
+	}
+	rt["name"] = "nginx → gunicorn → redis-server"
+	if sv.Config.AppServer != stack.Gunicorn {
+		rt["name"] = "nginx → Flask's development server → redis-server"
+	}
+	return rt
 }
 
 // stackComponents lists the real programs of a stack variant, with their

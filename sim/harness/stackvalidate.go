@@ -205,9 +205,11 @@ func validateStack(ctx context.Context, p *Plan, opt Options, retries int) (*Blo
 				continue
 			}
 			attempts[i]++
-			vc := &VariantComparison{Name: vp.Name, Label: vp.Label, Scaling: vp.Scaling, Phases: []PhaseRow{}, Attempts: attempts[i]}
+			vc := &VariantComparison{Name: vp.Name, Label: vp.Label, Scaling: vp.Scaling, Phases: []PhaseRow{}, Attempts: attempts[i],
+				Settings: b.Settings(b.Variant(vp.Name))}
 			info := run.Variants[i]
 			vc.Components, vc.Notes = info.Components, info.Notes
+			vc.Setup, vc.Runtime = info.Setup, info.Runtime
 			if vp.Rejected != "" {
 				vc.OK, vc.Skipped = true, "rejected before any traffic: "+vp.Rejected
 			} else {
