@@ -467,8 +467,12 @@ func TestWidgetsMatchBlocks(t *testing.T) {
 							t.Errorf("block %s: its tiers are not shown (fixed text \"tier\")", b.ID)
 						}
 						key := st.Key[strings.LastIndexByte(st.Key, '.')+1:]
-						if tp, _ := sim.LookupParam(key); !tp.Fixed && tp.Kind != "sets" {
+						tp, isParam := sim.LookupParam(key)
+						switch {
+						case isParam && !tp.Fixed && tp.Kind != "sets":
 							want = append(want, st.Key)
+						case data.Fixed[st.Key] == nil:
+							t.Errorf("block %s: %s is neither a control nor fixed text", b.ID, st.Key)
 						}
 					case param.Fixed:
 						if _, ok := data.Fixed[st.Key]; !ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -158,9 +159,14 @@ func (b *Block) Controls() (controls []Control, fixed []Setting) {
 	// A chain's tier settings (tier.NAME.KEY) follow, in the block's order,
 	// described as the key they set.
 	for _, st := range b.Base {
-		if p, ok := tierParam(st.Key); ok && !byVariant[st.Key] {
+		if !strings.HasPrefix(st.Key, "tier.") || byVariant[st.Key] {
+			continue
+		}
+		if p, ok := tierParam(st.Key); ok {
 			p.Key = st.Key
 			add(p, st)
+		} else {
+			fixed = append(fixed, st) // a tier's own keys (software) are named, not changed
 		}
 	}
 	return controls, fixed
