@@ -2,11 +2,11 @@ package wasm
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/internal/sfmt"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -82,7 +82,7 @@ func (s *Session) run(m *inMsg) {
 	s.mu.Lock()
 	if s.runs[r.id] != nil {
 		s.mu.Unlock()
-		s.fail(r.id, "id", fmt.Sprintf("a run with id %q is already in flight", r.id))
+		s.fail(r.id, "id", sfmt.Sprintf("a run with id %q is already in flight", r.id))
 		return
 	}
 	s.runs[r.id] = cancel
@@ -105,9 +105,9 @@ func (s *Session) run(m *inMsg) {
 			s.fail(r.id, fe.field, fe.msg)
 		} else if pe, ok := as[*sim.ParamError](err); ok {
 			field, _, _ := strings.Cut(pe.Key, "[")
-			s.fail(r.id, field, scenarioMessage(err))
+			s.fail(r.id, field, lab.PageMessage(err))
 		} else {
-			s.fail(r.id, "", scenarioMessage(err))
+			s.fail(r.id, "", lab.PageMessage(err))
 		}
 	}
 }
@@ -202,7 +202,7 @@ func (b *batcher) add(e *sim.Event) {
 	case sim.KindRequest:
 		if b.requests++; b.requests > ModelRequests {
 			b.over = true
-			b.stop(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
+			b.stop(&fieldError{"duration", sfmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
 		}
 		return
 	case sim.KindIdle:
