@@ -13,6 +13,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/internal/runmsg"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/web"
 )
@@ -251,9 +252,9 @@ func (r *run) fail(err error) {
 }
 
 func (r *run) startedMsg() []byte {
-	m := outStarted{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
+	m := runmsg.Started{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
 	for _, v := range r.sub.Variants {
-		m.Variants = append(m.Variants, variantName{v.Name, v.Label})
+		m.Variants = append(m.Variants, runmsg.VariantName{Name: v.Name, Label: v.Label})
 		s, _ := r.sub.Scenario(v, r.set)
 		p := map[string]string{}
 		for _, key := range sim.Keys() {
@@ -317,7 +318,7 @@ func (r *run) execModel() error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			r.c.send(encode(outStats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary}))
+			r.c.send(encode(runmsg.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary}))
 		}
 	}
 	checks := []lab.Check{}
