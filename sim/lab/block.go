@@ -136,7 +136,7 @@ func (b *Block) Scenario(v *Variant, overrides []Setting) (sim.Scenario, error) 
 		for _, st := range group {
 			if err := s.Set(st.Key, st.Value); err != nil {
 				if st.Line == 0 {
-					return s, sfmt.Errorf("--set %v", err)
+					return s, sfmt.Errorf("--set %w", err)
 				}
 				return s, &Error{File: b.File, Line: st.Line, Block: b.ID, Msg: err.Error()}
 			}
