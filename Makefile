@@ -122,9 +122,16 @@ test: vet php tsc
 	CONNLAB_SOAK=1 $(GO) test -race -count=1 -timeout 20m -p 1 $(REALPKG)
 
 # BenchmarkLabBlocks and BenchmarkLabVariants (sim/lab) show the time per
-# block and per variant staying flat from 10 to 1,000.
+# block and per variant staying flat from 10 to 1,000. The model in the
+# page (site/model_bench_test.go, issue 12): make bench BENCH=Model
+# BENCHPKG=./site gives the .wasm's gzip size, the time to the first
+# model result (cold and cached) and the re-run time per lab, medians of
+# BENCHTIME's runs (e.g. BENCHTIME=9x: nine each).
+BENCH     ?= .
+BENCHPKG  ?= ./...
+BENCHTIME ?= 1s
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem $(BENCHPKG)
 
 # Every Fuzz* function of every package, fuzzed FUZZTIME each, one after
 # another (go test -fuzz takes one target at a time). Inputs that fail are

@@ -338,6 +338,7 @@ func TestStaticSite(t *testing.T) {
 	ctx := browser(t)
 	con := watchConsole(t, ctx)
 	files := staticServer(t, s.public)
+	tiered, predicting := 0, 0
 	for _, p := range s.pages {
 		t.Run(p.lang+"/"+p.name, func(t *testing.T) {
 			con.take()
@@ -429,10 +430,96 @@ func TestStaticSite(t *testing.T) {
 			if exercises {
 				checkStaticExercises(t, ctx, s, p)
 			}
+			// Whole-stack blocks ([[tier]] tables) run in the page's model
+			// too, a tier's slider moved; blocks that ask a prediction
+			// first run once it is skipped.
+			tiers, predicts := specialBlocks(t, s, p)
+			for _, b := range tiers {
+				checkStaticBlock(t, ctx, s, "sim-"+b, "tier.")
+				tiered++
+			}
+			for _, b := range predicts {
+				if b != block && !slices.Contains(tiers, b) {
+					checkStaticBlock(t, ctx, s, "sim-"+b, "")
+				}
+				predicting++
+			}
 			for _, m := range con.take() {
 				t.Errorf("console: %s", m)
 			}
 		})
+	}
+	if tiered == 0 || predicting == 0 {
+		t.Errorf("%d blocks with [[tier]] tables and %d that ask a prediction first were run: the labs have both kinds", tiered, predicting)
+	}
+}
+
+// specialBlocks are a page's blocks with [[tier]] tables and those that
+// ask a prediction first, from the lab as data that make data wrote (sim
+// lab --json).
+func specialBlocks(t *testing.T, s *builtSite, p sitePage) (tiers, predicts []string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(s.data, "labs", p.lang, p.name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		Blocks []struct {
+			ID      string
+			Tiers   []string
+			Predict json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(raw, &l); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range l.Blocks {
+		if len(b.Tiers) > 0 {
+			tiers = append(tiers, b.ID)
+		}
+		if len(b.Predict) > 0 && string(b.Predict) != "null" {
+			predicts = append(predicts, b.ID)
+		}
+	}
+	return tiers, predicts
+}
+
+// checkStaticBlock moves a block's first slider whose key starts with
+// prefix one stop and presses Run (skipping a prediction): the page's model
+// gives the numbers sim run gives for the widget's command, and Run real
+// says it needs make serve.
+func checkStaticBlock(t *testing.T, ctx context.Context, s *builtSite, id, prefix string) {
+	t.Helper()
+	trace(t, ctx)
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+  const f = [...document.querySelectorAll("#%s .sim-field")].find((f) => f.querySelector(".sim-slider") && f.querySelector("label code")?.textContent.startsWith(%q));
+  if (!f) return "";
+  const sl = f.querySelector(".sim-slider");
+  sl.value = String(+sl.value + 1 <= +sl.max ? +sl.value + 1 : +sl.value - 1);
+  sl.dispatchEvent(new Event("input", {bubbles: true}));
+  return JSON.stringify([f.querySelector("label code").textContent, f.querySelector(".sim-text").value]);
+})()`, id, prefix)))
+	if err != nil || raw == "" {
+		t.Fatalf("%s: no slider for a key %s… (%v)", id, prefix, err)
+	}
+	var kv [2]string
+	json.Unmarshal([]byte(raw), &kv)
+	w, err := runWidget(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.Ready {
+		t.Fatalf("%s with %s = %s: %s", id, kv[0], kv[1], w.Status)
+	}
+	got := doneSummaries(t, trace(t, ctx))
+	command := widgetText(t, ctx, id, ".sim-cmd-text")
+	if !strings.Contains(command, "--set "+kv[0]+"="+kv[1]+" ") && !strings.Contains(command, "--set '"+kv[0]+"="+kv[1]+"' ") {
+		t.Errorf("after moving %s to %s the command is %q", kv[0], kv[1], command)
+	}
+	sameSummaries(t, id+" "+command, got, commandSummaries(t, s, command))
+	note := widgetText(t, ctx, id, ".sim-real-note:not([hidden])")
+	if hidden, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector("#%s .sim-run-real").hidden`, id))); !hidden || !strings.Contains(note, "make serve") {
+		t.Errorf("%s: Run real on a static host: button hidden %v, note %q; want the note naming make serve", id, hidden, note)
 	}
 }
 

@@ -16,9 +16,11 @@
 package lab
 
 import (
-	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // Lab is one parsed lab file.
@@ -56,11 +58,11 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
+		b.WriteString(":" + strconv.Itoa(e.Line))
 	}
 	b.WriteString(": ")
 	if e.Block != "" {
-		fmt.Fprintf(&b, "block %q: ", e.Block)
+		b.WriteString("block " + strconv.Quote(e.Block) + ": ")
 	}
 	b.WriteString(e.Msg)
 	return b.String()
@@ -76,5 +78,5 @@ func (l *Lab) Block(id string) (*Block, error) {
 		ids = append(ids, b.ID)
 	}
 	sort.Strings(ids)
-	return nil, &Error{File: l.File, Msg: fmt.Sprintf("no block with id %q (blocks: %s)", id, strings.Join(ids, ", "))}
+	return nil, &Error{File: l.File, Msg: sfmt.Sprintf("no block with id %q (blocks: %s)", id, strings.Join(ids, ", "))}
 }

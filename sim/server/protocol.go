@@ -45,35 +45,6 @@ type outQueued struct {
 	Position int    `json:"position"`
 }
 
-type variantName struct {
-	Name  string `json:"name"`
-	Label string `json:"label"`
-}
-
-type outStarted struct {
-	Type     string                       `json:"type"` // "started"
-	ID       string                       `json:"id"`
-	Mode     string                       `json:"mode"`
-	Block    string                       `json:"block"`
-	Title    string                       `json:"title"`
-	Variants []variantName                `json:"variants"`
-	Params   map[string]map[string]string `json:"params"`
-}
-
-type outStats struct {
-	Type    string       `json:"type"` // "stats"
-	ID      string       `json:"id"`
-	Variant string       `json:"variant"`
-	Summary *sim.Summary `json:"summary"`
-}
-
-type outTruncated struct {
-	Type    string `json:"type"` // "truncated"
-	ID      string `json:"id"`
-	Variant string `json:"variant"`
-	Sent    int    `json:"sent"`
-}
-
 // doneVariant is one variant of a done message. Model and Compare are only
 // set for real runs.
 type doneVariant struct {

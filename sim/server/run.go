@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/internal/runmsg"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/web"
 )
@@ -123,47 +125,19 @@ func (s *Server) plan(m *inMsg) (*run, error) {
 	if err != nil {
 		return nil, &fieldError{"lab", err.Error()}
 	}
-	if m.Block == "" {
-		return nil, &fieldError{"block", "a run needs a block id"}
-	}
-	b, err := page.Block(m.Block)
-	if err != nil && len(m.Block) > 100 {
-		err = fmt.Errorf("no block with id %q", web.Clip(m.Block, 100))
-	}
-	if err != nil {
-		return nil, &fieldError{"block", err.Error()}
-	}
-	sub := b
-	if len(m.Variants) > 0 {
-		cp := *b
-		cp.Variants = nil
-		for _, name := range m.Variants {
-			v := b.Variant(name)
-			if v == nil {
-				names := make([]string, len(b.Variants))
-				for i, v := range b.Variants {
-					names[i] = v.Name
-				}
-				return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, web.Clip(name, 64), strings.Join(names, ", "))}
-			}
-			if cp.Variant(name) != nil {
-				return nil, &fieldError{"variants", fmt.Sprintf("variant %q named twice", name)}
-			}
-			cp.Variants = append(cp.Variants, v)
-		}
-		// Keep the block's order, so the page's columns do not move.
-		sort.SliceStable(cp.Variants, func(i, j int) bool { return variantIndex(b, cp.Variants[i]) < variantIndex(b, cp.Variants[j]) })
-		sub = &cp
-	}
-	set, err := settings(m.Params)
+	params, err := decodeParams(m.Params)
 	if err != nil {
 		return nil, err
 	}
-	scns, _, err := sub.Scenarios(set)
-	if err != nil {
-		return nil, &fieldError{scenarioField(sub, set), scenarioMessage(err)}
+	req, err := page.Prepare(m.Block, m.Variants, params)
+	var fe *lab.FieldError
+	if errors.As(err, &fe) {
+		return nil, &fieldError{fe.Field, fe.Msg}
+	} else if err != nil {
+		return nil, err
 	}
-	for i, s := range scns {
+	sub := req.Sub
+	for i, s := range req.Scenarios {
 		if s == nil {
 			continue // a variant whose error the lesson expects
 		}
@@ -182,67 +156,23 @@ func (s *Server) plan(m *inMsg) (*run, error) {
 		seed = *m.Seed
 	}
 	return &run{
-		id: m.ID, mode: mode, page: page, block: b, sub: sub, set: set, seed: seed,
-		checked: mode == "model" && len(set) == 0 && len(sub.Variants) == len(b.Variants),
+		id: m.ID, mode: mode, page: page, block: req.Block, sub: sub, set: req.Set, seed: seed,
+		checked: mode == "model" && req.Checked,
 	}, nil
 }
 
-func variantIndex(b *lab.Block, v *lab.Variant) int {
-	for i, x := range b.Variants {
-		if x == v {
-			return i
-		}
-	}
-	return -1
-}
-
-// settings turns the message's params into scenario settings, in key order;
-// a bad one names its key.
-func settings(params map[string]json.RawMessage) ([]lab.Setting, error) {
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var set []lab.Setting
-	for _, k := range keys {
+// decodeParams decodes a run's params, each key's value as JSON; the first
+// in key order that is not JSON names its key.
+func decodeParams(raw map[string]json.RawMessage) (map[string]any, error) {
+	params := make(map[string]any, len(raw))
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		var v any
-		if err := json.Unmarshal(params[k], &v); err != nil {
+		if err := json.Unmarshal(raw[k], &v); err != nil {
 			return nil, &fieldError{k, fmt.Sprintf("%s: %v", k, err)}
 		}
-		s := sim.Default()
-		if err := s.Set(k, v); err != nil {
-			return nil, &fieldError{k, err.Error()}
-		}
-		set = append(set, lab.Setting{Key: k, Value: v})
+		params[k] = v
 	}
-	return set, nil
-}
-
-// scenarioField finds the scenario key that Block.Scenarios refused.
-func scenarioField(b *lab.Block, set []lab.Setting) string {
-	for _, v := range b.Variants {
-		s, err := b.Scenario(v, set)
-		if err == nil {
-			err = s.Validate()
-		}
-		var pe *sim.ParamError
-		if errors.As(err, &pe) {
-			key, _, _ := strings.Cut(pe.Key, "[")
-			return key
-		}
-	}
-	return ""
-}
-
-// scenarioMessage drops the file position of a lab error: the page names
-// the block already.
-func scenarioMessage(err error) string {
-	var le *lab.Error
-	if errors.As(err, &le) && le.Line > 0 {
-		return le.Msg
-	}
-	return err.Error()
+	return params, nil
 }
 
 // checkLimits bounds a run by its effective scenario (PROTOCOL.md: limits).
@@ -317,14 +247,14 @@ func (r *run) fail(err error) {
 		if errors.As(err, &pe) {
 			field, _, _ = strings.Cut(pe.Key, "[")
 		}
-		r.c.send(errorMsg(r.id, field, scenarioMessage(err)))
+		r.c.send(errorMsg(r.id, field, lab.PageMessage(err)))
 	}
 }
 
 func (r *run) startedMsg() []byte {
-	m := outStarted{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
+	m := runmsg.Started{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
 	for _, v := range r.sub.Variants {
-		m.Variants = append(m.Variants, variantName{v.Name, v.Label})
+		m.Variants = append(m.Variants, runmsg.VariantName{Name: v.Name, Label: v.Label})
 		s, _ := r.sub.Scenario(v, r.set)
 		p := map[string]string{}
 		for _, key := range sim.Keys() {
@@ -388,7 +318,7 @@ func (r *run) execModel() error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			if err := st.reply(encode(outStats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})); err != nil {
+			if err := st.reply(encode(runmsg.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})); err != nil {
 				return r.stopped(ctx, err)
 			}
 		}

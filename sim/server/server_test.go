@@ -1198,3 +1198,21 @@ func TestSlowModelClientHoldsOneSlot(t *testing.T) {
 		until(t, fast, id, "done")
 	}
 }
+
+// A whole-stack block's tier slider (tier.NAME.KEY) runs on sim serve as
+// in the page's model: the block's tiers check the key, and a key of a tier
+// the block lacks names itself.
+func TestRunTierParams(t *testing.T) {
+	s := newTestServer(t, Options{})
+	c := s.dial(t)
+	send(t, c, runReq{Type: "run", ID: "t", Lab: "stack-connections", Block: "tiers", Params: map[string]any{"tier.app.workers": 3}})
+	m, _ := until(t, c, "t", "done")
+	if len(m.Variants) == 0 || m.Variants[0].Summary == nil {
+		t.Fatalf("done without summaries: %+v", m)
+	}
+	send(t, c, runReq{Type: "run", ID: "u", Lab: "stack-connections", Block: "tiers", Params: map[string]any{"tier.nope.workers": 3}})
+	e, _ := until(t, c, "u", "error")
+	if e.Field != "tier.nope.workers" || !strings.Contains(e.Message, "nope") {
+		t.Errorf("an unknown tier: field %q, message %q", e.Field, e.Message)
+	}
+}

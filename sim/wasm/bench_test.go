@@ -8,13 +8,15 @@ import (
 
 // BenchmarkRun: what one re-run costs the page's model natively (the .wasm
 // is slower by a factor site/model_bench_test.go measures in a browser):
-// a small block (the PHP lab's workers, 36 requests) and a large one (the
-// connection pool lab's pool, about 9,000 requests, its events capped at
-// PageEvents), with a changed key so that no expectations are checked.
+// a small block (the PHP lab's workers, 36 requests) and two large ones
+// (the connection pool lab's pool, about 9,000 requests, its events capped
+// at PageEvents; the stack lab's little, 10,000 requests in two variants),
+// with a changed key so that no expectations are checked.
 func BenchmarkRun(b *testing.B) {
 	for _, c := range []struct{ lab, block string }{
 		{"php-persistent-share", "workers"},
 		{"connection-pool", "pool"},
+		{"stack-connections", "little"},
 	} {
 		b.Run(c.block, func(b *testing.B) {
 			bytes := 0

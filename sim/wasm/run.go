@@ -2,11 +2,12 @@ package wasm
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/internal/runmsg"
+	"github.com/connlab/connlab/sim/internal/sfmt"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -19,35 +20,6 @@ type runReq struct {
 	set     []lab.Setting
 	seed    uint64
 	checked bool // the block as written: check its expectations
-}
-
-type variantName struct {
-	Name  string `json:"name"`
-	Label string `json:"label"`
-}
-
-type outStarted struct {
-	Type     string                       `json:"type"` // "started"
-	ID       string                       `json:"id"`
-	Mode     string                       `json:"mode"`
-	Block    string                       `json:"block"`
-	Title    string                       `json:"title"`
-	Variants []variantName                `json:"variants"`
-	Params   map[string]map[string]string `json:"params"`
-}
-
-type outStats struct {
-	Type    string       `json:"type"` // "stats"
-	ID      string       `json:"id"`
-	Variant string       `json:"variant"`
-	Summary *sim.Summary `json:"summary"`
-}
-
-type outTruncated struct {
-	Type    string `json:"type"` // "truncated"
-	ID      string `json:"id"`
-	Variant string `json:"variant"`
-	Sent    int    `json:"sent"`
 }
 
 type doneVariant struct {
@@ -82,7 +54,7 @@ func (s *Session) run(m *inMsg) {
 	s.mu.Lock()
 	if s.runs[r.id] != nil {
 		s.mu.Unlock()
-		s.fail(r.id, "id", fmt.Sprintf("a run with id %q is already in flight", r.id))
+		s.fail(r.id, "id", sfmt.Sprintf("a run with id %q is already in flight", r.id))
 		return
 	}
 	s.runs[r.id] = cancel
@@ -105,9 +77,9 @@ func (s *Session) run(m *inMsg) {
 			s.fail(r.id, fe.field, fe.msg)
 		} else if pe, ok := as[*sim.ParamError](err); ok {
 			field, _, _ := strings.Cut(pe.Key, "[")
-			s.fail(r.id, field, scenarioMessage(err))
+			s.fail(r.id, field, lab.PageMessage(err))
 		} else {
-			s.fail(r.id, "", scenarioMessage(err))
+			s.fail(r.id, "", lab.PageMessage(err))
 		}
 	}
 }
@@ -117,9 +89,9 @@ func (s *Session) run(m *inMsg) {
 // written.
 func (s *Session) exec(ctx context.Context, r *runReq) error {
 	start := time.Now()
-	st := outStarted{Type: "started", ID: r.id, Mode: "model", Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
+	st := runmsg.Started{Type: "started", ID: r.id, Mode: "model", Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
 	for _, v := range r.sub.Variants {
-		st.Variants = append(st.Variants, variantName{v.Name, v.Label})
+		st.Variants = append(st.Variants, runmsg.VariantName{Name: v.Name, Label: v.Label})
 		sc, _ := r.sub.Scenario(v, r.set)
 		p := map[string]string{}
 		for _, key := range sim.Keys() {
@@ -147,7 +119,7 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			s.send(outStats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})
+			s.send(runmsg.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})
 		}
 	}
 	checks := []lab.Check{}
@@ -202,7 +174,7 @@ func (b *batcher) add(e *sim.Event) {
 	case sim.KindRequest:
 		if b.requests++; b.requests > ModelRequests {
 			b.over = true
-			b.stop(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
+			b.stop(&fieldError{"duration", sfmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
 		}
 		return
 	case sim.KindIdle:
@@ -212,7 +184,7 @@ func (b *batcher) add(e *sim.Event) {
 		if !b.cut {
 			b.cut = true
 			b.flush()
-			b.s.send(outTruncated{Type: "truncated", ID: b.id, Variant: b.variant, Sent: b.sent})
+			b.s.send(runmsg.Truncated{Type: "truncated", ID: b.id, Variant: b.variant, Sent: b.sent})
 		}
 		return
 	}

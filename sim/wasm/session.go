@@ -17,14 +17,12 @@ package wasm
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/jsonlite"
+	"github.com/connlab/connlab/sim/internal/sfmt"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -135,14 +133,14 @@ func (s *Session) Handle(data []byte) {
 		cancel := s.runs[m.ID]
 		s.mu.Unlock()
 		if cancel == nil {
-			s.fail(m.ID, "id", fmt.Sprintf("no run with id %q in flight", m.ID))
+			s.fail(m.ID, "id", sfmt.Sprintf("no run with id %q in flight", m.ID))
 			return
 		}
 		cancel(errCancelled)
 	case "exercises":
 		s.exercises(&m)
 	default:
-		s.fail(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run", "cancel", "lab" or "exercises"`, m.Type))
+		s.fail(m.ID, "type", sfmt.Sprintf(`unknown message type %q: want "run", "cancel", "lab" or "exercises"`, m.Type))
 	}
 }
 
@@ -193,7 +191,7 @@ func (s *Session) lookup(name, lang string) (*lab.Lab, error) {
 	if l := s.labs[labKey(name, "en")]; l != nil {
 		return l, nil
 	}
-	return nil, fmt.Errorf("no page %q loaded", name)
+	return nil, sfmt.Errorf("no page %q loaded", name)
 }
 
 // take waits for the session's turn; false if ctx ends first.
@@ -220,14 +218,14 @@ func (s *Session) prepare(m *inMsg) (*runReq, error) {
 	case m.ID == "":
 		return nil, &fieldError{"id", "a run needs an id (any string up to 64 bytes)"}
 	case len(m.ID) > 64:
-		return nil, &fieldError{"id", fmt.Sprintf("id is %d bytes long; at most 64", len(m.ID))}
+		return nil, &fieldError{"id", sfmt.Sprintf("id is %d bytes long; at most 64", len(m.ID))}
 	}
 	switch m.Mode {
 	case "", "model":
 	case "real":
 		return nil, &fieldError{"mode", "real runs measure real servers on your machine: they need the local server (make serve)"}
 	default:
-		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, m.Mode)}
+		return nil, &fieldError{"mode", sfmt.Sprintf(`mode %q: want "model" or "real"`, m.Mode)}
 	}
 	if m.Lab == "" {
 		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}
@@ -236,32 +234,20 @@ func (s *Session) prepare(m *inMsg) (*runReq, error) {
 	if err != nil {
 		return nil, &fieldError{"lab", err.Error()}
 	}
-	if m.Block == "" {
-		return nil, &fieldError{"block", "a run needs a block id"}
-	}
-	b, err := page.Block(m.Block)
-	if err != nil {
-		return nil, &fieldError{"block", err.Error()}
-	}
-	sub, err := pick(b, m.Variants)
-	if err != nil {
+	req, err := page.Prepare(m.Block, m.Variants, m.Params)
+	if fe, ok := as[*lab.FieldError](err); ok {
+		return nil, &fieldError{fe.Field, fe.Msg}
+	} else if err != nil {
 		return nil, err
 	}
-	set, err := settings(m.Params)
-	if err != nil {
-		return nil, err
-	}
-	scns, _, err := sub.Scenarios(set)
-	if err != nil {
-		return nil, &fieldError{scenarioField(sub, set), scenarioMessage(err)}
-	}
-	for i, sc := range scns {
+	sub := req.Sub
+	for i, sc := range req.Scenarios {
 		if sc == nil {
 			continue // a variant whose error the lesson expects
 		}
 		if err := checkLimits(sc); err != nil {
 			if len(sub.Variants) > 1 {
-				err.msg = fmt.Sprintf("variant %q: %s", sub.Variants[i].Name, err.msg)
+				err.msg = sfmt.Sprintf("variant %q: %s", sub.Variants[i].Name, err.msg)
 			}
 			return nil, err
 		}
@@ -270,83 +256,7 @@ func (s *Session) prepare(m *inMsg) (*runReq, error) {
 	if m.Seed != nil {
 		seed = *m.Seed
 	}
-	return &runReq{id: m.ID, page: page, block: b, sub: sub, set: set, seed: seed,
-		checked: len(set) == 0 && len(sub.Variants) == len(b.Variants)}, nil
-}
-
-// pick returns b with only the named variants, in b's order.
-func pick(b *lab.Block, names []string) (*lab.Block, error) {
-	if len(names) == 0 {
-		return b, nil
-	}
-	want := map[string]bool{}
-	for _, name := range names {
-		if b.Variant(name) == nil {
-			var all []string
-			for _, v := range b.Variants {
-				all = append(all, v.Name)
-			}
-			return nil, &fieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, name, strings.Join(all, ", "))}
-		}
-		if want[name] {
-			return nil, &fieldError{"variants", fmt.Sprintf("variant %q named twice", name)}
-		}
-		want[name] = true
-	}
-	cp := *b
-	cp.Variants = nil
-	for _, v := range b.Variants {
-		if want[v.Name] {
-			cp.Variants = append(cp.Variants, v)
-		}
-	}
-	return &cp, nil
-}
-
-// settings turns a run's params into scenario settings in key order; a bad
-// one names its key.
-func settings(params map[string]any) ([]lab.Setting, error) {
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var set []lab.Setting
-	for _, k := range keys {
-		v := params[k]
-		sc := sim.Default()
-		// A chain's tier.NAME.KEY needs the block's tiers: the block's
-		// scenarios check it.
-		if err := sc.Set(k, v); err != nil && !strings.HasPrefix(k, "tier.") {
-			return nil, &fieldError{k, err.Error()}
-		}
-		set = append(set, lab.Setting{Key: k, Value: v})
-	}
-	return set, nil
-}
-
-// scenarioField finds the scenario key that Block.Scenarios refused.
-func scenarioField(b *lab.Block, set []lab.Setting) string {
-	for _, v := range b.Variants {
-		sc, err := b.Scenario(v, set)
-		if err == nil {
-			err = sc.Validate()
-		}
-		if pe, ok := as[*sim.ParamError](err); ok {
-			key, _, _ := strings.Cut(pe.Key, "[")
-			return key
-		}
-	}
-	return ""
-}
-
-// scenarioMessage drops a lab error's file position: the page names the
-// block already.
-func scenarioMessage(err error) string {
-	if le, ok := as[*lab.Error](err); ok && le.Line > 0 {
-		return le.Msg
-	}
-	return err.Error()
+	return &runReq{id: m.ID, page: page, block: req.Block, sub: sub, set: req.Set, seed: seed, checked: req.Checked}, nil
 }
 
 // as finds the first error of type T in err's chain, as errors.As does
@@ -364,10 +274,10 @@ func as[T error](err error) (T, bool) {
 
 func checkLimits(sc *sim.Scenario) *fieldError {
 	if sc.Requests > ModelRequests {
-		return &fieldError{"requests", fmt.Sprintf("requests: %d is more than a model run streams (at most %d)", sc.Requests, ModelRequests)}
+		return &fieldError{"requests", sfmt.Sprintf("requests: %d is more than a model run streams (at most %d)", sc.Requests, ModelRequests)}
 	}
 	if sc.Requests == 0 && sc.Load == "open" && sc.Rate*sc.Duration.Seconds() > float64(ModelRequests) {
-		return &fieldError{"duration", fmt.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", sc.Rate*sc.Duration.Seconds(), ModelRequests)}
+		return &fieldError{"duration", sfmt.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", sc.Rate*sc.Duration.Seconds(), ModelRequests)}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/connlab/connlab/sim/class"
 	"github.com/connlab/connlab/sim/cli"
+	"github.com/connlab/connlab/sim/internal/runmsg"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/server"
 	"github.com/connlab/connlab/sim/web"
@@ -276,7 +277,7 @@ func TestRefusalsAndStream(t *testing.T) {
 	if msgType(out[0]) != "started" || msgType(out[len(out)-1]) != "done" {
 		t.Errorf("replies from %s to %s, want started … done", msgType(out[0]), msgType(out[len(out)-1]))
 	}
-	var started outStarted
+	var started runmsg.Started
 	json.Unmarshal(out[0], &started)
 	if n := len(started.Variants); events != n*PageEvents || truncated != n {
 		t.Errorf("%d events and %d truncated for %d variants, want %d per variant and one truncated each", events, truncated, n, PageEvents)
