@@ -2,11 +2,10 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // Engine events of a chain (engine.go's queue, kinds of their own).
@@ -289,7 +288,7 @@ func (m *chainModel) run(ctx context.Context) error {
 			}
 		}
 		if m.tooMany {
-			return sfmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
+			return fmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
 				ErrTooManyRequests, MaxRunRequests, FormatDuration(m.s.Duration))
 		}
 		if m.stopAt < 0 && m.pending == 0 && m.inFlight == 0 {

@@ -14,11 +14,10 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"time"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // evKind is what a scheduled engine event does.
@@ -243,7 +242,7 @@ func (m *model) run(ctx context.Context) error {
 			}
 		}
 		if m.tooMany {
-			return sfmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
+			return fmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
 				ErrTooManyRequests, MaxRunRequests, FormatDuration(m.s.Duration))
 		}
 		if m.stopAt < 0 && m.loadDone() {

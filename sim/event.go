@@ -1,13 +1,12 @@
 package sim
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // Kind says what an Event records.
@@ -277,7 +276,7 @@ var eventRules = func() []eventRule {
 // tag). The tests of whatever emits events use it.
 func CheckEvent(e *Event) error {
 	if int(e.Kind) >= len(kindNames) {
-		return sfmt.Errorf("unknown kind %d", e.Kind)
+		return fmt.Errorf("unknown kind %d", e.Kind)
 	}
 	v := reflect.ValueOf(e).Elem()
 	for _, r := range eventRules {
@@ -286,10 +285,10 @@ func CheckEvent(e *Event) error {
 			continue
 		}
 		if r.kinds&(1<<e.Kind) == 0 {
-			return sfmt.Errorf("a %s event carries %s = %v", e.Kind, r.name, f.Interface())
+			return fmt.Errorf("a %s event carries %s = %v", e.Kind, r.name, f.Interface())
 		}
 		if r.values != nil && !slices.Contains(r.values, f.String()) {
-			return sfmt.Errorf("a %s event: %s = %q is not one of %q", e.Kind, r.name, f.String(), r.values)
+			return fmt.Errorf("a %s event: %s = %q is not one of %q", e.Kind, r.name, f.String(), r.values)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -8,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // A Scenario holds every knob of one simulated run. Durations are
@@ -113,21 +112,21 @@ type PortRange struct{ Lo, Hi int }
 // Size is the number of ports in the range.
 func (r PortRange) Size() int { return r.Hi - r.Lo + 1 }
 
-func (r PortRange) String() string { return sfmt.Sprintf("%d-%d", r.Lo, r.Hi) }
+func (r PortRange) String() string { return fmt.Sprintf("%d-%d", r.Lo, r.Hi) }
 
 // ParsePortRange reads "low-high" or "low high" (the sysctl's own format).
 func ParsePortRange(s string) (PortRange, error) {
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == ' ' || r == '\t' })
 	if len(f) != 2 {
-		return PortRange{}, sfmt.Errorf("want \"low-high\", e.g. \"32768-60999\", got %q", s)
+		return PortRange{}, fmt.Errorf("want \"low-high\", e.g. \"32768-60999\", got %q", s)
 	}
 	lo, err1 := strconv.Atoi(f[0])
 	hi, err2 := strconv.Atoi(f[1])
 	if err1 != nil || err2 != nil {
-		return PortRange{}, sfmt.Errorf("want two port numbers, got %q", s)
+		return PortRange{}, fmt.Errorf("want two port numbers, got %q", s)
 	}
 	if lo < 1 || hi > 65535 || lo > hi {
-		return PortRange{}, sfmt.Errorf("want 1 <= low <= high <= 65535, got %q", s)
+		return PortRange{}, fmt.Errorf("want 1 <= low <= high <= 65535, got %q", s)
 	}
 	return PortRange{lo, hi}, nil
 }
@@ -194,7 +193,7 @@ func (e *ParamError) Error() string {
 }
 
 func paramErr(key, format string, args ...any) *ParamError {
-	return &ParamError{Key: key, Msg: sfmt.Sprintf(format, args...)}
+	return &ParamError{Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // A Param describes one scenario key: its kind, limits and help. The widget
@@ -334,7 +333,7 @@ func formatValue(v reflect.Value) string {
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	default:
-		return sfmt.Sprint(x)
+		return fmt.Sprint(x)
 	}
 }
 
@@ -353,7 +352,7 @@ func FormatDuration(d time.Duration) string {
 	case d == 0:
 		return "0s"
 	case d%time.Hour == 0:
-		return sfmt.Sprintf("%dh", d/time.Hour)
+		return fmt.Sprintf("%dh", d/time.Hour)
 	case d >= time.Second && d%time.Millisecond == 0:
 		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 	case d >= time.Millisecond && d%time.Microsecond == 0:
@@ -430,7 +429,7 @@ func (s *Scenario) Set(key string, value any) error {
 		case string:
 			str = v
 		case float64, int64, int:
-			str = sfmt.Sprint(v) // tls = 1.3 written without quotes
+			str = fmt.Sprint(v) // tls = 1.3 written without quotes
 		default:
 			return paramErr(key, "want one of %s, got %s", strings.Join(p.Enum, ", "), describe(value))
 		}
@@ -494,7 +493,7 @@ func describe(v any) string {
 	case map[string]any:
 		return "a table"
 	default:
-		return sfmt.Sprintf("%v", x)
+		return fmt.Sprintf("%v", x)
 	}
 }
 
@@ -507,7 +506,7 @@ func toSets(v any) ([][]string, error) {
 		return [][]string{splitList(x)}, nil
 	case []any:
 		if len(x) == 0 {
-			return nil, sfmt.Errorf("%s, got an empty list", want)
+			return nil, fmt.Errorf("%s, got an empty list", want)
 		}
 		if _, flat := x[0].(string); flat {
 			set, err := toStrings(x)
@@ -520,7 +519,7 @@ func toSets(v any) ([][]string, error) {
 		for _, e := range x {
 			l, ok := e.([]any)
 			if !ok {
-				return nil, sfmt.Errorf("%s, got %s inside", want, describe(e))
+				return nil, fmt.Errorf("%s, got %s inside", want, describe(e))
 			}
 			set, err := toStrings(l)
 			if err != nil {
@@ -530,7 +529,7 @@ func toSets(v any) ([][]string, error) {
 		}
 		return out, nil
 	}
-	return nil, sfmt.Errorf("%s, got %s", want, describe(v))
+	return nil, fmt.Errorf("%s, got %s", want, describe(v))
 }
 
 func toStrings(l []any) ([]string, error) {
@@ -538,7 +537,7 @@ func toStrings(l []any) ([]string, error) {
 	for _, e := range l {
 		s, ok := e.(string)
 		if !ok {
-			return nil, sfmt.Errorf("want option names such as \"dns\", got %s", describe(e))
+			return nil, fmt.Errorf("want option names such as \"dns\", got %s", describe(e))
 		}
 		out = append(out, s)
 	}
@@ -566,7 +565,7 @@ func suggest(key string) string {
 	if best == "" {
 		return " (sim params lists them)"
 	}
-	return sfmt.Sprintf(" (did you mean %q?)", best)
+	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
 func editDistance(a, b string) int {
@@ -633,7 +632,7 @@ func (s *Scenario) Validate() error {
 	for i, set := range s.ShareSets {
 		if _, err := ShareMask(set); err != nil {
 			if s.Reuse == ReuseProcess || err.Cookie {
-				return &ParamError{Key: sfmt.Sprintf("share_sets[%d]", i), Msg: err.Error()}
+				return &ParamError{Key: fmt.Sprintf("share_sets[%d]", i), Msg: err.Error()}
 			}
 		}
 	}

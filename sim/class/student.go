@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/connlab/connlab/sim/lab"
-	"github.com/connlab/connlab/sim/web"
 )
 
 // The student's side of the protocol: join (with a display name and the
@@ -22,7 +21,7 @@ func (c *conn) studentMessage(m *message) {
 		c.fail("type", "only the teacher can %s", m.Type)
 		c.strike()
 	default:
-		c.fail("type", "unknown message type %q (join, answer)", web.Clip(m.Type, maxEcho))
+		c.fail("type", "unknown message type %q (join, answer)", lab.Clip(m.Type, maxEcho))
 	}
 }
 
@@ -168,7 +167,7 @@ func (c *conn) notFound(field string, m *message) {
 	if field == "exercise" {
 		what = m.Exercise
 	}
-	c.fail(field, "no %s %q", field, web.Clip(what, maxEcho))
+	c.fail(field, "no %s %q", field, lab.Clip(what, maxEcho))
 }
 
 func rawValue(v json.RawMessage) (string, bool) {

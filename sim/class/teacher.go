@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/connlab/connlab/sim/lab"
-	"github.com/connlab/connlab/sim/web"
 )
 
 // The teacher's side of the protocol: watch a lab, reveal or reset an
@@ -37,7 +36,7 @@ func (c *conn) teacherMessage(m *message) {
 		}
 	case "remove":
 		if !s.remove(m.Name) {
-			c.fail("name", "no student %q", web.Clip(m.Name, maxEcho))
+			c.fail("name", "no student %q", lab.Clip(m.Name, maxEcho))
 		}
 	case "new_code":
 		s.mu.Lock()
@@ -46,7 +45,7 @@ func (c *conn) teacherMessage(m *message) {
 		s.mu.Unlock()
 		s.touch()
 	default:
-		c.fail("type", "unknown message type %q (watch, reveal, reset, remove, new_code)", web.Clip(m.Type, maxEcho))
+		c.fail("type", "unknown message type %q (watch, reveal, reset, remove, new_code)", lab.Clip(m.Type, maxEcho))
 	}
 }
 

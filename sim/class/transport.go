@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/web"
 )
 
@@ -195,7 +196,7 @@ type errorMsg struct {
 const maxEcho = 64
 
 func errorJSON(field, msg string) []byte {
-	b, _ := json.Marshal(errorMsg{Type: "error", Field: web.Clip(field, maxEcho), Message: web.Clip(msg, 512)})
+	b, _ := json.Marshal(errorMsg{Type: "error", Field: lab.Clip(field, maxEcho), Message: lab.Clip(msg, 512)})
 	return b
 }
 
@@ -259,7 +260,7 @@ func decode(data []byte) (*message, error) {
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("not a JSON message: malformed at byte %d", se.Offset)
 		}
-		return nil, fmt.Errorf("not a JSON message: %s", web.Clip(err.Error(), 200))
+		return nil, fmt.Errorf("not a JSON message: %s", lab.Clip(err.Error(), 200))
 	}
 	return &m, nil
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -11,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // Instances: an exercise as one student sees it, for a seed (the values
@@ -92,7 +92,7 @@ func (x *Exercise) checkScenarios() error {
 				if le, ok := err.(*Error); ok {
 					msg = le.Msg
 				}
-				return &Error{File: x.File, Line: line, Msg: sfmt.Sprintf("exercise %q: %svariant %q of block %q: %s", x.ID, what, v.Name, x.block.ID, msg)}
+				return &Error{File: x.File, Line: line, Msg: fmt.Sprintf("exercise %q: %svariant %q of block %q: %s", x.ID, what, v.Name, x.block.ID, msg)}
 			}
 		}
 		return nil
@@ -107,7 +107,7 @@ func (x *Exercise) checkScenarios() error {
 	for _, vr := range x.Vary {
 		for _, val := range vr.Values {
 			over := append(slices.Clone(x.Set), Setting{Key: vr.Key, Value: val, Line: vr.Line})
-			if err := check(over, vr.Line, sfmt.Sprintf("vary %s = %v: ", vr.Key, val)); err != nil {
+			if err := check(over, vr.Line, fmt.Sprintf("vary %s = %v: ", vr.Key, val)); err != nil {
 				return err
 			}
 		}
@@ -392,7 +392,7 @@ func formatSetting(st Setting) string {
 			return out
 		}
 	}
-	return sfmt.Sprint(st.Value)
+	return fmt.Sprint(st.Value)
 }
 
 // ShellQuote quotes s for a POSIX shell when it needs quoting: a word of

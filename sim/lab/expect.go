@@ -2,14 +2,13 @@ package lab
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // An Expect is one statement the page makes about a block's results, written
@@ -79,7 +78,7 @@ const (
 
 func parseExpect(s string) (*Expect, error) {
 	if len(s) > MaxExpectBytes {
-		return nil, sfmt.Errorf("longer than %d bytes", MaxExpectBytes)
+		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
 	}
 	x := &Expect{Text: s}
 	body := s
@@ -97,7 +96,7 @@ func parseExpect(s string) (*Expect, error) {
 		}
 		v, err := strconv.ParseFloat(tol, 64)
 		if err != nil || v < 0 {
-			return nil, sfmt.Errorf("tolerance %q: want ±number or ±number%%", tol)
+			return nil, fmt.Errorf("tolerance %q: want ±number or ±number%%", tol)
 		}
 		x.tol = v
 	}
@@ -156,7 +155,7 @@ type exprParser struct {
 
 func parseSide(s string) (node, error) {
 	if len(s) > MaxExpectBytes {
-		return nil, sfmt.Errorf("longer than %d bytes", MaxExpectBytes)
+		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
 	}
 	p := &exprParser{s: s}
 	n, err := p.sum()
@@ -165,7 +164,7 @@ func parseSide(s string) (node, error) {
 	}
 	p.space()
 	if p.pos < len(p.s) {
-		return nil, sfmt.Errorf("unexpected %q", p.s[p.pos:])
+		return nil, fmt.Errorf("unexpected %q", p.s[p.pos:])
 	}
 	return n, nil
 }
@@ -209,7 +208,7 @@ func (p *exprParser) factor() (node, error) {
 	c := p.s[p.pos]
 	if c == '(' || c == '[' {
 		if p.depth++; p.depth > maxExprDepth {
-			return nil, sfmt.Errorf("nested more than %d deep", maxExprDepth)
+			return nil, fmt.Errorf("nested more than %d deep", maxExprDepth)
 		}
 		defer func() { p.depth-- }()
 	}
@@ -248,7 +247,7 @@ func (p *exprParser) factor() (node, error) {
 			case p.pos >= len(p.s):
 				return nil, errors.New("missing ]")
 			default:
-				return nil, sfmt.Errorf("unexpected %q in a list: want , or ]", p.s[p.pos:])
+				return nil, fmt.Errorf("unexpected %q in a list: want , or ]", p.s[p.pos:])
 			}
 		}
 	case c == '"':
@@ -267,13 +266,13 @@ func (p *exprParser) factor() (node, error) {
 		}
 		v, err := strconv.ParseFloat(strings.ReplaceAll(p.s[start:p.pos], "_", ""), 64)
 		if err != nil {
-			return nil, sfmt.Errorf("bad number %q", p.s[start:p.pos])
+			return nil, fmt.Errorf("bad number %q", p.s[start:p.pos])
 		}
 		return numNode(v), nil
 	default:
 		r, _ := utf8.DecodeRuneInString(p.s[p.pos:])
 		if !unicode.IsLetter(r) {
-			return nil, sfmt.Errorf("unexpected %q", p.s[p.pos:])
+			return nil, fmt.Errorf("unexpected %q", p.s[p.pos:])
 		}
 		start := p.pos
 		for p.pos < len(p.s) {
@@ -286,7 +285,7 @@ func (p *exprParser) factor() (node, error) {
 			p.pos++
 		}
 		if p.pos == start {
-			return nil, sfmt.Errorf("unexpected %q: a name is ASCII letters, digits, _, - and .", p.s[p.pos:])
+			return nil, fmt.Errorf("unexpected %q: a name is ASCII letters, digits, _, - and .", p.s[p.pos:])
 		}
 		ref := refNode{raw: p.s[start:p.pos], index: -1}
 		ref.path = strings.Split(ref.raw, ".")
@@ -297,7 +296,7 @@ func (p *exprParser) factor() (node, error) {
 			}
 			i, err := strconv.Atoi(strings.TrimSpace(p.s[p.pos+1 : p.pos+end]))
 			if err != nil || i < 0 {
-				return nil, sfmt.Errorf("bad index in %q", p.s[start:p.pos+end+1])
+				return nil, fmt.Errorf("bad index in %q", p.s[start:p.pos+end+1])
 			}
 			ref.index = i
 			ref.raw = p.s[start : p.pos+end+1]
@@ -364,22 +363,22 @@ func bindNode(n node, b *Block, lab *names, real bool) (node, error) {
 			} else if len(other.Variants) == 1 {
 				v.variant = other.Variants[0].Name
 			} else {
-				return nil, sfmt.Errorf("%q: block %q has several variants; name one (%s.%s.metric)", v.raw, other.ID, other.ID, other.Variants[0].Name)
+				return nil, fmt.Errorf("%q: block %q has several variants; name one (%s.%s.metric)", v.raw, other.ID, other.ID, other.Variants[0].Name)
 			}
 		case len(b.Variants) == 1:
 			v.block, v.variant = b.ID, b.Variants[0].Name
 		default:
-			return nil, sfmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], variantNames(b))
+			return nil, fmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], variantNames(b))
 		}
 		if len(v.path) == 0 {
-			return nil, sfmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)
+			return nil, fmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)
 		}
 		if !knownMetric(v.path) && !(real && realMetric(v.path)) {
 			more := ""
 			if real {
 				more = ", or check.ID and runtime.KEY of a real run"
 			}
-			return nil, sfmt.Errorf("%q: no metric %q (see sim run --json for the names%s)", v.raw, strings.Join(v.path, "."), more)
+			return nil, fmt.Errorf("%q: no metric %q (see sim run --json for the names%s)", v.raw, strings.Join(v.path, "."), more)
 		}
 		return v, nil
 	case binNode:
@@ -526,14 +525,14 @@ func evalNode(n node, m Metrics) (any, error) {
 		for _, p := range v.path {
 			obj, ok := cur.(map[string]any)
 			if !ok {
-				return nil, sfmt.Errorf("%s: no value", v.raw)
+				return nil, fmt.Errorf("%s: no value", v.raw)
 			}
 			cur = obj[p]
 		}
 		if v.index >= 0 {
 			l, ok := cur.([]any)
 			if !ok || v.index >= len(l) {
-				return nil, sfmt.Errorf("%s: no such element", v.raw)
+				return nil, fmt.Errorf("%s: no such element", v.raw)
 			}
 			cur = l[v.index]
 		}
@@ -550,7 +549,7 @@ func evalNode(n node, m Metrics) (any, error) {
 		lf, ok1 := l.(float64)
 		rf, ok2 := r.(float64)
 		if !ok1 || !ok2 {
-			return nil, sfmt.Errorf("arithmetic on %s and %s", show(l), show(r))
+			return nil, fmt.Errorf("arithmetic on %s and %s", show(l), show(r))
 		}
 		switch v.op {
 		case '+':
@@ -604,7 +603,7 @@ func show(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
-	return sfmt.Sprint(v)
+	return fmt.Sprint(v)
 }
 
 func isNameByte(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }

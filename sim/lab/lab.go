@@ -16,11 +16,10 @@
 package lab
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // Lab is one parsed lab file.
@@ -78,5 +77,5 @@ func (l *Lab) Block(id string) (*Block, error) {
 		ids = append(ids, b.ID)
 	}
 	sort.Strings(ids)
-	return nil, &Error{File: l.File, Msg: sfmt.Sprintf("no block with id %q (blocks: %s)", id, strings.Join(ids, ", "))}
+	return nil, &Error{File: l.File, Msg: fmt.Sprintf("no block with id %q (blocks: %s)", id, strings.Join(ids, ", "))}
 }

@@ -1,9 +1,8 @@
 package lab
 
 import (
+	"fmt"
 	"math"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // A Predict is the question a page asks before it shows a block's results:
@@ -72,7 +71,7 @@ func (p *Predict) bind(b *Block, lab *names) error {
 		}
 	})
 	if bad != "" {
-		return sfmt.Errorf("%q reads another block: a prediction is about its own block's results", bad)
+		return fmt.Errorf("%q reads another block: a prediction is about its own block's results", bad)
 	}
 	p.expr = n
 	return nil
@@ -86,7 +85,7 @@ func (p *Predict) Answer(m Metrics) (*PredictAnswer, error) {
 	}
 	f, ok := v.(float64)
 	if !ok {
-		return nil, sfmt.Errorf("metric %q is %s, not a number", p.Metric, show(v))
+		return nil, fmt.Errorf("metric %q is %s, not a number", p.Metric, show(v))
 	}
 	a := &PredictAnswer{Value: f}
 	switch p.Kind {

@@ -1,11 +1,11 @@
 package lab
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/jsonlite"
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // A block may describe a chain of tiers, one [[tier]] table each, in
@@ -27,7 +27,7 @@ func checkTierSetting(key string, v any, line int) (Setting, error) {
 	name, _, _ := strings.Cut(strings.TrimPrefix(key, "tier."), ".")
 	s := sim.Default()
 	if err := s.AddTier(name); err != nil {
-		return Setting{}, sfmt.Errorf("%s: %v", key, err)
+		return Setting{}, fmt.Errorf("%s: %v", key, err)
 	}
 	if err := s.Set(key, v); err != nil {
 		return Setting{}, err

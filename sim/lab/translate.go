@@ -1,10 +1,9 @@
 package lab
 
 import (
+	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // ScenarioDiff says how b's scenario differs from a's ("" when they run the
@@ -16,23 +15,23 @@ func ScenarioDiff(a, b *Block) string {
 	settings := func(sts []Setting) string {
 		var parts []string
 		for _, st := range sts {
-			parts = append(parts, sfmt.Sprintf("%s=%#v", st.Key, st.Value))
+			parts = append(parts, fmt.Sprintf("%s=%#v", st.Key, st.Value))
 		}
 		return strings.Join(parts, ", ")
 	}
 	if x, y := settings(a.Base), settings(b.Base); x != y {
-		return sfmt.Sprintf("keys {%s}, not {%s}", y, x)
+		return fmt.Sprintf("keys {%s}, not {%s}", y, x)
 	}
 	if !slices.Equal(a.Tiers, b.Tiers) {
-		return sfmt.Sprintf("tiers %v, not %v", b.Tiers, a.Tiers)
+		return fmt.Sprintf("tiers %v, not %v", b.Tiers, a.Tiers)
 	}
 	if len(a.Variants) != len(b.Variants) {
-		return sfmt.Sprintf("%d variants, not %d", len(b.Variants), len(a.Variants))
+		return fmt.Sprintf("%d variants, not %d", len(b.Variants), len(a.Variants))
 	}
 	for i := range a.Variants {
 		va, vb := a.Variants[i], b.Variants[i]
 		if va.Name != vb.Name || settings(va.Settings) != settings(vb.Settings) {
-			return sfmt.Sprintf("variant %s {%s}, not %s {%s}", vb.Name, settings(vb.Settings), va.Name, settings(va.Settings))
+			return fmt.Sprintf("variant %s {%s}, not %s {%s}", vb.Name, settings(vb.Settings), va.Name, settings(va.Settings))
 		}
 	}
 	var ea, eb []string
@@ -43,7 +42,7 @@ func ScenarioDiff(a, b *Block) string {
 		eb = append(eb, x.Text)
 	}
 	if !slices.Equal(ea, eb) {
-		return sfmt.Sprintf("expect %q, not %q", eb, ea)
+		return fmt.Sprintf("expect %q, not %q", eb, ea)
 	}
 	pa, pb := a.Predict, b.Predict
 	switch {
@@ -51,7 +50,7 @@ func ScenarioDiff(a, b *Block) string {
 		return "a [predict] table in one language only"
 	case pa != nil && (pa.Kind != pb.Kind || pa.Metric != pb.Metric || pa.Tolerance != pb.Tolerance ||
 		pa.TolerancePct != pb.TolerancePct || !slices.Equal(pa.Values, pb.Values) || len(pa.Choices) != len(pb.Choices)):
-		return sfmt.Sprintf("predict %s %q ±%v%s %v, not %s %q ±%v%s %v", pb.Kind, pb.Metric, pb.Tolerance, pctSign(pb.TolerancePct), pb.Values,
+		return fmt.Sprintf("predict %s %q ±%v%s %v, not %s %q ±%v%s %v", pb.Kind, pb.Metric, pb.Tolerance, pctSign(pb.TolerancePct), pb.Values,
 			pa.Kind, pa.Metric, pa.Tolerance, pctSign(pa.TolerancePct), pa.Values)
 	}
 	return ""

@@ -70,7 +70,7 @@ func (p *pages) parseLocked(path string) (*lab.Lab, error) {
 // lookup returns the parsed page called name.
 func (p *pages) lookup(name string) (*lab.Lab, error) {
 	if !web.ValidName(name) {
-		return nil, fmt.Errorf("lab %q: want a page name such as \"php-persistent-share\" (letters, digits, - and _)", web.Clip(name, 100))
+		return nil, fmt.Errorf("lab %q: want a page name such as \"php-persistent-share\" (letters, digits, - and _)", lab.Clip(name, 100))
 	}
 	pg, ok := p.index.Lookup(name)
 	if !ok {

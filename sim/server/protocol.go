@@ -13,7 +13,6 @@ import (
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
-	"github.com/connlab/connlab/sim/web"
 )
 
 // The messages of PROTOCOL.md. Client messages are decoded into inMsg;
@@ -97,7 +96,7 @@ func errorMsg(id, field, msg string) []byte {
 	if len(id) > maxID {
 		id = ""
 	}
-	b, _ := json.Marshal(outError{Type: "error", ID: id, Field: web.Clip(field, maxField), Message: web.Clip(msg, maxMessage)})
+	b, _ := json.Marshal(outError{Type: "error", ID: id, Field: lab.Clip(field, maxField), Message: lab.Clip(msg, maxMessage)})
 	return b
 }
 
@@ -132,7 +131,7 @@ func decode(data []byte) (*inMsg, []byte) {
 	case "":
 		return nil, errorMsg(m.ID, "type", `a message needs a "type": "run" or "cancel"`)
 	}
-	return nil, errorMsg(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run" or "cancel"`, web.Clip(m.Type, 32)))
+	return nil, errorMsg(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run" or "cancel"`, lab.Clip(m.Type, 32)))
 }
 
 // jsonError names the field of a decoding error.
@@ -143,7 +142,7 @@ func jsonError(err error) (field, msg string) {
 	case errors.As(err, &te) && te.Field == "":
 		return "", fmt.Sprintf("want a JSON object, got %s", te.Value)
 	case errors.As(err, &te):
-		field = web.Clip(te.Field, maxField)
+		field = lab.Clip(te.Field, maxField)
 		want := te.Type.String()
 		switch te.Type.String() {
 		case "uint64", "*uint64":
@@ -159,7 +158,7 @@ func jsonError(err error) (field, msg string) {
 	case errors.As(err, &se):
 		return "", fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		f := web.Clip(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), maxField)
+		f := lab.Clip(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), maxField)
 		return f, fmt.Sprintf("unknown field %q (PROTOCOL.md lists the fields of each message)", f)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "", "malformed JSON: the message ends early"

@@ -15,7 +15,6 @@ import (
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/internal/runmsg"
 	"github.com/connlab/connlab/sim/lab"
-	"github.com/connlab/connlab/sim/web"
 )
 
 // A run is one `run` request in flight.
@@ -116,7 +115,7 @@ func (s *Server) plan(m *inMsg) (*run, error) {
 		mode = "model"
 	}
 	if mode != "model" && mode != "real" {
-		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, web.Clip(m.Mode, 32))}
+		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, lab.Clip(m.Mode, 32))}
 	}
 	if m.Lab == "" {
 		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}

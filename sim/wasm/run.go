@@ -2,12 +2,12 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/runmsg"
-	"github.com/connlab/connlab/sim/internal/sfmt"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -54,7 +54,7 @@ func (s *Session) run(m *inMsg) {
 	s.mu.Lock()
 	if s.runs[r.id] != nil {
 		s.mu.Unlock()
-		s.fail(r.id, "id", sfmt.Sprintf("a run with id %q is already in flight", r.id))
+		s.fail(r.id, "id", fmt.Sprintf("a run with id %q is already in flight", r.id))
 		return
 	}
 	s.runs[r.id] = cancel
@@ -174,7 +174,7 @@ func (b *batcher) add(e *sim.Event) {
 	case sim.KindRequest:
 		if b.requests++; b.requests > ModelRequests {
 			b.over = true
-			b.stop(&fieldError{"duration", sfmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
+			b.stop(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
 		}
 		return
 	case sim.KindIdle:

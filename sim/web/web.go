@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // SameOrigin accepts a WebSocket upgrade without an Origin header (not a
@@ -26,8 +24,3 @@ func SameOrigin(r *http.Request) bool {
 	}
 	return strings.EqualFold(u.Host, r.Host)
 }
-
-// Clip shortens s to at most n bytes (on a rune boundary), marking a cut
-// with "…": every string a server echoes back to a client goes through it,
-// so a reply never grows with what the client sent.
-func Clip(s string, n int) string { return sfmt.Clip(s, n) }

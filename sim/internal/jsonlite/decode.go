@@ -2,13 +2,12 @@ package jsonlite
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/connlab/connlab/sim/internal/sfmt"
 )
 
 // A SyntaxError is JSON text that is not valid, at byte Offset.
@@ -140,7 +139,7 @@ func (d *decoder) value(depth int) (any, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return d.number()
 	}
-	return nil, d.fail(sfmt.Sprintf("unexpected %q", d.s[d.i]))
+	return nil, d.fail(fmt.Sprintf("unexpected %q", d.s[d.i]))
 }
 
 func (d *decoder) word(w string) error {
@@ -269,7 +268,7 @@ func (d *decoder) str() (string, error) {
 				}
 				b = utf8.AppendRune(b, r)
 			default:
-				return "", d.fail(sfmt.Sprintf("invalid escape \\%c", e))
+				return "", d.fail(fmt.Sprintf("invalid escape \\%c", e))
 			}
 		default:
 			b = append(b, c)
@@ -357,7 +356,7 @@ func describe(x any) string {
 	case map[string]any:
 		return "an object"
 	}
-	return sfmt.Sprintf("%T", x)
+	return fmt.Sprintf("%T", x)
 }
 
 func assign(v reflect.Value, x any, path string, opt Options) error {
