@@ -37,16 +37,6 @@ type Block struct {
 	Scripts string
 }
 
-// ScriptFolder is the folder the block's scripts are in: the one the
-// lab's front matter names (scripts = "..."), else the folder named after
-// the lab (ScriptDir).
-func (b *Block) ScriptFolder() string {
-	if b.Scripts != "" {
-		return b.Scripts
-	}
-	return ScriptDir(b.File)
-}
-
 // A Setting is one scenario key set in a block, a variant or on the command
 // line (Line 0).
 type Setting struct {

@@ -13,7 +13,7 @@ import (
 // PageEvents), with a changed key so that no expectations are checked.
 func BenchmarkRun(b *testing.B) {
 	for _, c := range []struct{ lab, block string }{
-		{"php-persistent-share", "workers"},
+		{"php-persistent-pools", "workers"},
 		{"connection-pool", "pool"},
 	} {
 		b.Run(c.block, func(b *testing.B) {
