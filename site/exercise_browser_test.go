@@ -203,9 +203,11 @@ func TestBrowserExercises(t *testing.T) {
 		hash string
 		want view
 	}{
-		{"", view{Sims: 5, Exercises: 6, Write: 0, Keys: 0, Inputs: 9, Header: true}},
-		{"#exercise-worksheet", view{Sims: 0, Exercises: 6, Write: 6, Keys: 0, Inputs: 0}},
-		{"#exercise-key", view{Sims: 0, Exercises: 6, Write: 0, Keys: 6, Inputs: 0}},
+		// Inputs: a number's value and check, a choice's check, an
+		// explanation's check.
+		{"", view{Sims: 3, Exercises: 3, Write: 0, Keys: 0, Inputs: 4, Header: true}},
+		{"#exercise-worksheet", view{Sims: 0, Exercises: 3, Write: 3, Keys: 0, Inputs: 0}},
+		{"#exercise-key", view{Sims: 0, Exercises: 3, Write: 0, Keys: 3, Inputs: 0}},
 	} {
 		openLab(t, ctx, base+"/labs/php-persistent-share/"+c.hash)
 		raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](viewJS))

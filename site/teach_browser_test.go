@@ -609,10 +609,10 @@ return li.length ? JSON.stringify({marks: li.map(l => l.dataset.found === "1"), 
 			if bad != "ex-feedback ex-live bad 3" {
 				t.Errorf("an explanation naming no key point: %q", bad)
 			}
-			// The hint ladder of warm-call (two hints).
-			ladder, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const b = document.querySelector("#exercise-warm-call .ex-hint"); const out = [b.textContent];
-b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-warm-call .ex-hint-list li").length);
-b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-warm-call .ex-hint-list li").length, b.disabled); return JSON.stringify(out); })()`))
+			// The hint ladder of cookie-error (two hints).
+			ladder, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const b = document.querySelector("#exercise-cookie-error .ex-hint"); const out = [b.textContent];
+b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-cookie-error .ex-hint-list li").length);
+b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-cookie-error .ex-hint-list li").length, b.disabled); return JSON.stringify(out); })()`))
 			if err != nil {
 				t.Fatal(err)
 			}
