@@ -13,6 +13,7 @@ import (
 )
 
 // TestBrowserRealPHP presses "Run real" on the PHP lab's option-sets block
+// (its second part, php-persistent-pools, which runs the first's scripts)
 // through sim serve: the block runs on PHP 8.5 in WebAssembly, and the page
 // shows that it did (its version, libcurl and OpenSSL), the exceptions PHP
 // threw beside the model's words for the variants the model rejects, what
@@ -31,12 +32,12 @@ func TestBrowserRealPHP(t *testing.T) {
 	s := site(t)
 	var page *sitePage
 	for i, p := range s.pages {
-		if p.name == "php-persistent-share" && p.lang == "en" {
+		if p.name == "php-persistent-pools" && p.lang == "en" {
 			page = &s.pages[i]
 		}
 	}
 	if page == nil {
-		t.Fatal("no English PHP lab page")
+		t.Fatal("no English page of the PHP lab's second part")
 	}
 	ctx := browser(t)
 	base, _ := serve(t, s)

@@ -136,22 +136,22 @@ func TestBrowserExercises(t *testing.T) {
 	}
 
 	// A choice: wrong, then right.
-	if x, err = answer(ctx, "cookie-error", "choice:2"); err != nil {
+	if x, err = answer(ctx, "cli-script", "choice:2"); err != nil {
 		t.Fatal(err)
 	}
 	if x.Feedback != "Not quite. Try again." || len(x.Hints) != 1 || x.Done {
 		t.Errorf("a wrong choice: %+v", x)
 	}
-	if x, err = answer(ctx, "cookie-error", "choice:1"); err != nil {
+	if x, err = answer(ctx, "cli-script", "choice:1"); err != nil {
 		t.Fatal(err)
 	}
-	if !x.Done || !strings.Contains(x.Reveal, "ValueError") {
+	if !x.Done || !strings.Contains(x.Reveal, "CLI script") {
 		t.Errorf("the right choice: %+v", x)
 	}
 
 	// Progress is kept in the browser.
 	openLab(t, ctx, page)
-	for _, id := range []string{"warm-call", "cookie-error"} {
+	for _, id := range []string{"warm-call", "cli-script"} {
 		if x, err := readExercise(ctx, id); err != nil || !x.Done || !x.Shown {
 			t.Errorf("after a reload, %s: %+v %v", id, x, err)
 		}
@@ -160,7 +160,7 @@ func TestBrowserExercises(t *testing.T) {
 		t.Error("an exercise never answered shows as done")
 	}
 	progress, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".ex-progress").textContent`))
-	if !strings.Contains(progress, "2 of 6 done") {
+	if !strings.Contains(progress, "2 of 3 done") {
 		t.Errorf("progress %q", progress)
 	}
 
@@ -177,8 +177,9 @@ func TestBrowserExercises(t *testing.T) {
 		t.Errorf("seed 5, 42 ms: %+v %v", x, err)
 	}
 
-	// The Korean page: the same exercise in Korean, the same number.
-	openLab(t, ctx, base+"/ko/labs/php-persistent-share/")
+	// The second part's Korean page: an exercise in Korean, the English
+	// page's number.
+	openLab(t, ctx, base+"/ko/labs/php-persistent-pools/")
 	if x, err = answer(ctx, "worker-connects", "12"); err != nil || !strings.Contains(x.Feedback, "너무 큽니다") {
 		t.Errorf("Korean, a wrong answer: %+v %v", x, err)
 	}
@@ -202,9 +203,11 @@ func TestBrowserExercises(t *testing.T) {
 		hash string
 		want view
 	}{
-		{"", view{Sims: 6, Exercises: 6, Write: 0, Keys: 0, Inputs: 9, Header: true}},
-		{"#exercise-worksheet", view{Sims: 0, Exercises: 6, Write: 6, Keys: 0, Inputs: 0}},
-		{"#exercise-key", view{Sims: 0, Exercises: 6, Write: 0, Keys: 6, Inputs: 0}},
+		// Inputs: a number's value and check, a choice's check, an
+		// explanation's check.
+		{"", view{Sims: 3, Exercises: 3, Write: 0, Keys: 0, Inputs: 4, Header: true}},
+		{"#exercise-worksheet", view{Sims: 0, Exercises: 3, Write: 3, Keys: 0, Inputs: 0}},
+		{"#exercise-key", view{Sims: 0, Exercises: 3, Write: 0, Keys: 3, Inputs: 0}},
 	} {
 		openLab(t, ctx, base+"/labs/php-persistent-share/"+c.hash)
 		raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](viewJS))

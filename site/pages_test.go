@@ -52,7 +52,7 @@ type page struct {
 // requiredPages must exist in both languages.
 var requiredPages = []string{
 	"_index", "anatomy", "reference",
-	"php-persistent-share", "connection-pool", "nginx-keepalive", "port-exhaustion", "idle-timeouts",
+	"php-persistent-share", "php-persistent-pools", "connection-pool", "nginx-keepalive", "port-exhaustion", "idle-timeouts",
 	"stack-connections",
 }
 

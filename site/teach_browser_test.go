@@ -311,6 +311,8 @@ func TestBrowserPredict(t *testing.T) {
 	}{
 		{base, "labs", "php-persistent-share", "en", "across-requests", "13", true, "14 ms"},
 		{files.URL, "labs", "php-persistent-share", "ko", "across-requests", "30", false, "14 ms"},
+		{base, "labs", "php-persistent-pools", "en", "workers", "4", true, "4 connections"},
+		{files.URL, "labs", "php-persistent-pools", "ko", "workers", "12", false, "4 개"},
 		{files.URL, "content", "anatomy", "en", "handshakes", "choice:3", false, "3"},
 		{base, "content", "anatomy", "ko", "handshakes", "choice:2", true, "3번"},
 	} {
@@ -556,7 +558,7 @@ func TestBrowserExerciseTeach(t *testing.T) {
 	}
 	for _, lang := range []string{"en", "ko"} {
 		t.Run(lang, func(t *testing.T) {
-			openLab(t, ctx, files.URL+pageURL("labs", "php-persistent-share", lang))
+			openLab(t, ctx, files.URL+pageURL("labs", "php-persistent-pools", lang))
 			// The twin of Go's matcher.
 			got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(`+string(raw)+`.map(c => window.connlabRubric.mentions(window.connlabRubric.normalizeAnswer(c.answer), c.phrase) === c.want))`))
 			if err != nil {
@@ -566,7 +568,7 @@ func TestBrowserExerciseTeach(t *testing.T) {
 				t.Errorf("the page's rubric matcher disagrees with Go's on cases %s (true: agrees)", got)
 			}
 			// An explanation naming two of the three key points.
-			_, xs, err := lab.ReadExercises(filepath.Join(s.root, "labs", map[string]string{"en": "php-persistent-share.md", "ko": "php-persistent-share.ko.md"}[lang]))
+			_, xs, err := lab.ReadExercises(filepath.Join(s.root, "labs", map[string]string{"en": "php-persistent-pools.md", "ko": "php-persistent-pools.ko.md"}[lang]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -607,10 +609,10 @@ return li.length ? JSON.stringify({marks: li.map(l => l.dataset.found === "1"), 
 			if bad != "ex-feedback ex-live bad 3" {
 				t.Errorf("an explanation naming no key point: %q", bad)
 			}
-			// The hint ladder of warm-call (two hints).
-			ladder, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const b = document.querySelector("#exercise-warm-call .ex-hint"); const out = [b.textContent];
-b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-warm-call .ex-hint-list li").length);
-b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-warm-call .ex-hint-list li").length, b.disabled); return JSON.stringify(out); })()`))
+			// The hint ladder of cookie-error (two hints).
+			ladder, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const b = document.querySelector("#exercise-cookie-error .ex-hint"); const out = [b.textContent];
+b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-cookie-error .ex-hint-list li").length);
+b.click(); out.push(b.textContent, document.querySelectorAll("#exercise-cookie-error .ex-hint-list li").length, b.disabled); return JSON.stringify(out); })()`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -359,7 +359,6 @@ var minutesPerExercise = map[string]float64{"number": 4, "choice": 2, "explain":
 // time: each may not grow, and leaves the list once it is cut or split to
 // fit (the test says when).
 var overBudget = map[string]float64{
-	"php-persistent-share": 31.0, // the issue: split it (two labs of about 15)
 }
 
 // readingTime is a page's reading time and its parts.

@@ -215,8 +215,8 @@ func TestClassOfFifty(t *testing.T) {
 			}
 			for _, a := range []map[string]any{
 				{"exercise": "warm-call", "value": fmt.Sprint(values[i])},
-				{"exercise": "cookie-error", "value": i%4 + 1},
-				{"exercise": "idle-pause", "value": fmt.Sprintf("because %d", i)},
+				{"exercise": "cli-script", "value": i%4 + 1},
+				{"exercise": "cold-call", "value": fmt.Sprintf("because %d", i)},
 			} {
 				a["type"], a["lab"] = "answer", php
 				c.WriteJSON(a)
@@ -253,17 +253,17 @@ func TestClassOfFifty(t *testing.T) {
 	}
 	count := func(e map[string]any) int { return int(e["histogram"].(map[string]any)["count"].(float64)) }
 	s, exs := state(func(exs map[string]map[string]any) bool {
-		return count(exs["warm-call"]) == n && count(exs["cookie-error"]) == n && count(exs["idle-pause"]) == n
+		return count(exs["warm-call"]) == n && count(exs["cli-script"]) == n && count(exs["cold-call"]) == n
 	})
 	if s["students"].(float64) != n || len(s["names"].([]any)) != n {
 		t.Errorf("students %v", s["students"])
 	}
 	checkHistogram(t, toHistogram(exs["warm-call"]["histogram"].(map[string]any)), values)
-	ch := exs["cookie-error"]["histogram"].(map[string]any)
+	ch := exs["cli-script"]["histogram"].(map[string]any)
 	if fmt.Sprint(ch["counts"]) != fmt.Sprint([]any{13.0, 13.0, 12.0, 12.0}) || fmt.Sprint(choices) != "[13 13 12 12]" {
 		t.Errorf("choice counts %v, sent %v", ch["counts"], choices)
 	}
-	eh := exs["idle-pause"]["histogram"].(map[string]any)
+	eh := exs["cold-call"]["histogram"].(map[string]any)
 	if len(eh["texts"].([]any)) != 40 || eh["more"].(float64) != 10 {
 		t.Errorf("explain: %d texts, %v more", len(eh["texts"].([]any)), eh["more"])
 	}
@@ -331,7 +331,7 @@ func TestClassOfFifty(t *testing.T) {
 	if exs["warm-call"]["right"].(float64) != 5 || exs["warm-call"]["answer"].(map[string]any)["answer"] != 22.0 {
 		t.Errorf("after the reveal: right %v, answer %v", exs["warm-call"]["right"], exs["warm-call"]["answer"])
 	}
-	if exs["cookie-error"]["revealed"] == true {
+	if exs["cli-script"]["revealed"] == true {
 		t.Error("revealing one exercise revealed another")
 	}
 	// Too late to answer.
@@ -393,9 +393,9 @@ func TestClassRefuses(t *testing.T) {
 		{`{"type":"answer","lab":"` + php + `","exercise":"nope","value":"1"}`, "exercise", `no exercise "nope"`},
 		{`{"type":"answer","lab":"` + php + `","exercise":"warm-call","value":"fast"}`, "value", "want a number (in ms)"},
 		{`{"type":"answer","lab":"` + php + `","exercise":"warm-call","value":{"x":1}}`, "value", "string or a number"},
-		{`{"type":"answer","lab":"` + php + `","exercise":"cookie-error","value":9}`, "value", "1 to 4"},
+		{`{"type":"answer","lab":"` + php + `","exercise":"cli-script","value":9}`, "value", "1 to 4"},
 		{`{"type":"answer","lab":"` + php + `","exercise":"warm-call","value":1e300}`, "value", "below 10^15"},
-		{`{"type":"answer","lab":"` + php + `","exercise":"idle-pause","value":"` + strings.Repeat("x", 1001) + `"}`, "value", "at most 1000 bytes"},
+		{`{"type":"answer","lab":"` + php + `","exercise":"cold-call","value":"` + strings.Repeat("x", 1001) + `"}`, "value", "at most 1000 bytes"},
 	} {
 		c.WriteMessage(websocket.TextMessage, []byte(tc.msg))
 		m := read(t, c, "error", "joined")

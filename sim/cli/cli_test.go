@@ -13,6 +13,9 @@ import (
 
 const phpLab = "../../labs/php-persistent-share.md"
 
+// phpPoolsLab is the PHP lab's second part: workers, idle, option sets.
+const phpPoolsLab = "../../labs/php-persistent-pools.md"
+
 func runSim(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -34,7 +37,7 @@ func TestRunJSONContract(t *testing.T) {
 		t.Error("no lab title")
 	}
 	blocks := doc["blocks"].([]any)
-	if len(blocks) != 6 {
+	if len(blocks) != 3 {
 		t.Fatalf("%d blocks", len(blocks))
 	}
 	b := blocks[0].(map[string]any)
@@ -89,7 +92,7 @@ func TestRunTable(t *testing.T) {
 }
 
 func TestRunSet(t *testing.T) {
-	out, _, code := runSim(t, "run", "--block", "idle", "--set", "pause=60s", "--json", phpLab)
+	out, _, code := runSim(t, "run", "--block", "idle", "--set", "pause=60s", "--json", phpPoolsLab)
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -103,7 +106,7 @@ func TestRunSet(t *testing.T) {
 	if len(doc.Blocks[0].Checks) != 0 {
 		t.Error("expectations checked against a changed scenario")
 	}
-	out, _, _ = runSim(t, "run", "--block", "idle", "--set", "pause=60s", phpLab)
+	out, _, _ = runSim(t, "run", "--block", "idle", "--set", "pause=60s", phpPoolsLab)
 	if !strings.Contains(out, "expectations not checked") {
 		t.Error("table does not say the expectations were skipped")
 	}
@@ -111,7 +114,7 @@ func TestRunSet(t *testing.T) {
 
 func TestRunEvents(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ev.ndjson")
-	if _, errs, code := runSim(t, "run", "--block", "workers", "--events", path, phpLab); code != 0 {
+	if _, errs, code := runSim(t, "run", "--block", "workers", "--events", path, phpPoolsLab); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	f, err := os.Open(path)

@@ -26,15 +26,13 @@ func runSimIn(t *testing.T, stdin string, args ...string) (stdout, stderr string
 // answer gets told which way it is off and a hint, a right one is accepted,
 // a wrong choice gets a hint, and the explanation follows each answer.
 func TestExerciseInteractive(t *testing.T) {
-	// warm-call: 22 ms ±10 %; cold-call: skipped; worker-connects: 4;
-	// cookie-error and cli-script: choice 1; idle-pause: words that name
-	// none of its rubric's key points.
-	out, errs, code := runSimIn(t, "10\n\n?\n90\n22\nskip\n4\n3\n1\n1\nmy own words\n", "exercise", phpLab)
+	// warm-call: 22 ms ±10 %; cold-call: skipped; cli-script: choice 1.
+	out, errs, code := runSimIn(t, "10\n\n?\n90\n22\nskip\n1\n", "exercise", phpLab)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{
-		"[1/6] The second request (warm-call, number)",
+		"[1/3] The second request (warm-call, number)",
 		"The API is a round trip of 20ms away",
 		"✗ Not quite: your answer is too low.",
 		"hint: The 1st request left its connection open",
@@ -45,7 +43,22 @@ func TestExerciseInteractive(t *testing.T) {
 		"✓ Right: 22 ms ±10%.",
 		"Why: The 2nd request finds the TLS connection",
 		"See the run: sim run --block across-requests --set rtt=20ms ../../labs/php-persistent-share.md",
-		"[2/6]", "skipped",
+		"[2/3]", "skipped",
+		"✓ Right: 1) Nothing",
+		"2 of 2 right (1 on the first try).",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	// The second part: worker-connects: 4; cookie-error: a wrong choice,
+	// then 1; idle-pause: words that name none of its rubric's key points.
+	out, errs, code = runSimIn(t, "4\n3\n1\nmy own words\n", "exercise", phpPoolsLab)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"[1/3] One pool per worker (worker-connects, number)",
 		"✓ Right: 4.",
 		"  1) A `ValueError`",
 		"✗ Not quite.\n  hint: One visitor's session cookie",
@@ -53,7 +66,7 @@ func TestExerciseInteractive(t *testing.T) {
 		"Key points: your explanation names 0 of 3 (2 needed).",
 		"    ✗ The server closes a connection left idle",
 		"A model answer: The API server (nginx) closes",
-		"4 of 5 right (2 on the first try).",
+		"2 of 2 right (1 on the first try).",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n%s", want, out)
@@ -126,7 +139,7 @@ func TestExerciseKeyJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Exercises) != 6 {
+	if len(doc.Exercises) != 3 {
 		t.Fatalf("%d exercises", len(doc.Exercises))
 	}
 	for _, e := range doc.Exercises {
@@ -136,7 +149,7 @@ func TestExerciseKeyJSON(t *testing.T) {
 			}
 		}
 	}
-	warm, cold := doc.Exercises[0], doc.Exercises[1]
+	warm := doc.Exercises[0]
 	sc := warm["scenario"].(map[string]any)
 	if warm["id"] != "warm-call" || sc["block"] != "across-requests" || sc["variant"] != "persistent" || sc["metric"] != "total_ms" ||
 		sc["call"] != 2.0 || sc["set"].(map[string]any)["rtt"] != "20ms" {
@@ -145,7 +158,17 @@ func TestExerciseKeyJSON(t *testing.T) {
 	if warm["answer"] != 22.0 || warm["tolerance"] != 2.2 {
 		t.Errorf("warm-call: %v ± %v, want 22 ± 10%%", warm["answer"], warm["tolerance"])
 	}
-	run, _, code := runSim(t, "run", "--json", "--block", "across-requests", phpLab)
+	// The second part's worker-connects is asked on its block's own
+	// scenario: its answer is what sim run prints for that block.
+	out, errs, code = runSim(t, "exercise", "--key", "--json", phpPoolsLab)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	workers := doc.Exercises[0]
+	run, _, code := runSim(t, "run", "--json", "--block", "workers", phpPoolsLab)
 	if code != 0 {
 		t.Fatal("sim run failed")
 	}
@@ -153,16 +176,19 @@ func TestExerciseKeyJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(run), &res); err != nil {
 		t.Fatal(err)
 	}
-	if want := res.Blocks[0].Variants[0].Summary.Total.P50; cold["id"] != "cold-call" || cold["answer"].(float64) != want {
-		t.Errorf("key says %v, sim run says %v", cold["answer"], want)
+	if want := res.Blocks[0].Variants[1].Summary.Connects; workers["id"] != "worker-connects" || res.Blocks[0].Variants[1].Name != "persistent" || workers["answer"].(float64) != float64(want) {
+		t.Errorf("key says %v, sim run says %v", workers["answer"], want)
 	}
 	// The text key names the scenario and the command that reproduces it.
 	txt, _, _ := runSim(t, "exercise", "--key", phpLab)
 	for _, w := range []string{"answer: 22 ms ±10% (19.8 … 24.2)", "set rtt=20ms, metric total_ms of call 2",
-		"run: sim run --block across-requests --set rtt=20ms ../../labs/php-persistent-share.md", "← right", "answer: 4\n"} {
+		"run: sim run --block across-requests --set rtt=20ms ../../labs/php-persistent-share.md", "← right"} {
 		if !strings.Contains(txt, w) {
 			t.Errorf("key lacks %q\n%s", w, txt)
 		}
+	}
+	if txt, _, _ := runSim(t, "exercise", "--key", phpPoolsLab); !strings.Contains(txt, "answer: 4\n") {
+		t.Errorf("the second part's key lacks %q\n%s", "answer: 4", txt)
 	}
 }
 
@@ -173,15 +199,20 @@ func TestExerciseAnswersFrom(t *testing.T) {
 		os.WriteFile(p, []byte(body), 0o644)
 		return p
 	}
-	all := write("all.toml", "warm-call = [10, \"22 ms\"]\ncold-call = 95\nworker-connects = 4\ncookie-error = 1\ncli-script = \"1\"\nidle-pause = \"the server closed it\"\n")
+	all := write("all.toml", "warm-call = [10, \"22 ms\"]\ncold-call = \"the name is looked up again, then the TCP and TLS handshakes\"\ncli-script = \"1\"\n")
 	out, errs, code := runSim(t, "exercise", "--answers-from", all, phpLab)
-	if code != 0 || !strings.Contains(out, "5 of 5 right (4 on the first try).") || !strings.Contains(out, "your answer (ms)> 10\n✗") {
+	if code != 0 || !strings.Contains(out, "2 of 2 right (1 on the first try).") || !strings.Contains(out, "your answer (ms)> 10\n✗") {
 		t.Errorf("exit %d %s\n%s", code, errs, out)
 	}
-	some := write("some.toml", "warm-call = 22\ncookie-error = 2\n")
+	some := write("some.toml", "warm-call = 22\ncli-script = 2\n")
 	out, _, code = runSim(t, "exercise", "--answers-from", some, phpLab)
-	if code != 1 || !strings.Contains(out, "1 of 5 right") || !strings.Contains(out, "The answer: 1) A `ValueError`") {
+	if code != 1 || !strings.Contains(out, "1 of 2 right") || !strings.Contains(out, "The answer: 1) Nothing") {
 		t.Errorf("exit %d\n%s", code, out)
+	}
+	pools := write("pools.toml", "worker-connects = 4\ncookie-error = 1\nidle-pause = \"the server closed it after its keepalive_timeout\"\n")
+	out, errs, code = runSim(t, "exercise", "--answers-from", pools, phpPoolsLab)
+	if code != 0 || !strings.Contains(out, "2 of 2 right (2 on the first try).") {
+		t.Errorf("the second part: exit %d %s\n%s", code, errs, out)
 	}
 	for _, c := range []struct {
 		file, want string

@@ -22,9 +22,9 @@ func chdirRoot(t *testing.T) {
 // LINK runs the same numbers as the flags it came from.
 func TestRunLink(t *testing.T) {
 	chdirRoot(t)
-	out, errs, code := runSim(t, "run", "--link", "--block", "idle", "--set", "pause=60s", "--set", "share_sets=[\"dns\", \"connect\"]", "--seed", "3", "labs/php-persistent-share.md")
+	out, errs, code := runSim(t, "run", "--link", "--block", "idle", "--set", "pause=60s", "--set", "share_sets=[\"dns\", \"connect\"]", "--seed", "3", "labs/php-persistent-pools.md")
 	link := strings.TrimSpace(out)
-	want := `http://127.0.0.1:8080/labs/php-persistent-share/?idle.pause=60s&idle.share_sets=[%22dns%22,%20%22connect%22]&idle.seed=3#sim-idle`
+	want := `http://127.0.0.1:8080/labs/php-persistent-pools/?idle.pause=60s&idle.share_sets=[%22dns%22,%20%22connect%22]&idle.seed=3#sim-idle`
 	want = strings.NewReplacer("[", "%5B", "]", "%5D").Replace(want)
 	if code != 0 || link != want {
 		t.Fatalf("sim run --link: exit %d %q %s\nwant %q", code, link, errs, want)
@@ -33,13 +33,13 @@ func TestRunLink(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sim run LINK: exit %d: %s", code, errs)
 	}
-	byFlags, _, _ := runSim(t, "run", "--json", "--block", "idle", "--set", "pause=60s", "--set", "share_sets=[\"dns\", \"connect\"]", "--seed", "3", "labs/php-persistent-share.md")
+	byFlags, _, _ := runSim(t, "run", "--json", "--block", "idle", "--set", "pause=60s", "--set", "share_sets=[\"dns\", \"connect\"]", "--seed", "3", "labs/php-persistent-pools.md")
 	if byLink != byFlags {
 		t.Errorf("sim run LINK and sim run with the link's flags differ:\n%s\n%s", byLink, byFlags)
 	}
 	// A translation's page, a site under a path, a flag that wins.
 	for _, l := range []string{
-		"https://example.org/connlab/ko/labs/php-persistent-share/?idle.pause=60s&idle.share_sets=%5B%22dns%22%2C+%22connect%22%5D&idle.seed=5",
+		"https://example.org/connlab/ko/labs/php-persistent-pools/?idle.pause=60s&idle.share_sets=%5B%22dns%22%2C+%22connect%22%5D&idle.seed=5",
 	} {
 		got, errs, code := runSim(t, "run", "--json", "--seed", "3", l)
 		if code != 0 || got != byFlags {
@@ -48,11 +48,11 @@ func TestRunLink(t *testing.T) {
 	}
 	for _, c := range []struct{ args, says string }{
 		{"run --link labs/php-persistent-share.md", "add --block"},
-		{"run --link --base ftp://x/ --block idle labs/php-persistent-share.md", "--base"},
-		{"run http://127.0.0.1:8080/labs/php-persistent-share/?idle.seed=1&workers.seed=2", "add --block"},
+		{"run --link --base ftp://x/ --block idle labs/php-persistent-pools.md", "--base"},
+		{"run http://127.0.0.1:8080/labs/php-persistent-pools/?idle.seed=1&workers.seed=2", "add --block"},
 		{"run http://127.0.0.1:8080/labs/no-such-lab/?idle.seed=1", "labs/no-such-lab.md"},
-		{"run http://127.0.0.1:8080/labs/php-persistent-share/?idle.seed=x", "whole number"},
-		{"run http://127.0.0.1:8080/labs/php-persistent-share/?idle.rtt=fast", "rtt"},
+		{"run http://127.0.0.1:8080/labs/php-persistent-pools/?idle.seed=x", "whole number"},
+		{"run http://127.0.0.1:8080/labs/php-persistent-pools/?idle.rtt=fast", "rtt"},
 	} {
 		_, errs, code := runSim(t, strings.Fields(c.args)...)
 		if code == 0 || !strings.Contains(errs, c.says) {

@@ -31,7 +31,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 var printing = [][]string{
 	{"run", phpLab},
 	{"run", "--json", phpLab},
-	{"run", "--events", "-", "--block", "idle", phpLab},
+	{"run", "--events", "-", "--block", "idle", phpPoolsLab},
 	{"exercise", "--key", phpLab},
 	{"exercise", "--key", "--json", phpLab},
 	{"params"},

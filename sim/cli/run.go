@@ -22,7 +22,7 @@ func init() {
 		summary: "run a lab's scenarios in the model and print each block's variants side by side",
 		usage:   "[--json] [--block ID] [--set key=value]... [--seed N] [--events FILE] [--link [--base URL]] FILE|LINK",
 		example: `  sim run labs/php-persistent-share.md
-  sim run --block idle --set pause=60s labs/php-persistent-share.md
+  sim run --block idle --set pause=60s labs/php-persistent-pools.md
   sim run --json --block across-requests labs/php-persistent-share.md | jq '.blocks[0].variants[].summary.total_ms'
   sim run --events events.ndjson labs/port-exhaustion.md
   sim run 'http://127.0.0.1:8080/labs/idle-timeouts/?idle.pause=60s&idle.seed=3'

@@ -124,7 +124,7 @@ func TestServe(t *testing.T) {
 	}
 
 	// The run's summaries are sim run --json's.
-	out, _, code := runSim(t, "run", "--json", "--block", "workers", phpLab)
+	out, _, code := runSim(t, "run", "--json", "--block", "workers", phpPoolsLab)
 	if code != 0 {
 		t.Fatalf("sim run exit %d", code)
 	}
@@ -138,7 +138,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"run","id":"1","lab":"php-persistent-share","block":"workers","mode":"model","params":{}}`))
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"run","id":"1","lab":"php-persistent-pools","block":"workers","mode":"model","params":{}}`))
 	var done struct {
 		Type     string `json:"type"`
 		Variants []struct {

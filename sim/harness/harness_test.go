@@ -108,7 +108,7 @@ func TestPlan(t *testing.T) {
 			t.Errorf("%s: kernel tcp_tw_reuse %d, want %d", vp.Name, vp.KernelTWReuse, want)
 		}
 	}
-	php := readLab(t, "php-persistent-share.md")
+	php := readLab(t, "php-persistent-pools.md")
 	idle, _ := php.Block("idle")
 	p, _ = NewPlan(ctx, idle, opt)
 	// The PHP lab runs on the php setup, whose timers are divided by 10

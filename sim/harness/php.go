@@ -53,7 +53,7 @@ func resolvePHP(b *lab.Block, vp *VariantPlan, standIn bool) (*phpRun, error) {
 		return r, nil
 	}
 	s := vp.Scenario
-	script, err := phpwasm.Script(lab.ScriptDir(b.File), vp.Script, vp.Name, &s)
+	script, err := phpwasm.Script(b.ScriptFolder(), vp.Script, vp.Name, &s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: block %q: %w", b.File, b.ID, err)
 	}

@@ -28,10 +28,13 @@ type Block struct {
 	// (labs/LAB.real.json, by go test): see Record.
 	RealExpects []*Expect
 	// Script is the program a real run of the block runs where its setup
-	// runs the lab's own code (setup = "php": a PHP script in the folder
-	// named after the lab); a variant's own script = "..." overrides it.
+	// runs the lab's own code (setup = "php": a PHP script in the lab's
+	// folder, ScriptFolder); a variant's own script = "..." overrides it.
 	Script  string
 	Predict *Predict // the question the page asks before it shows the results (predict.go)
+	// Scripts is the lab's Scripts: the folder its scripts are in, when
+	// the front matter names one.
+	Scripts string
 }
 
 // A Setting is one scenario key set in a block, a variant or on the command

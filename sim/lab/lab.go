@@ -27,6 +27,10 @@ type Lab struct {
 	File   string
 	Title  string
 	Blocks []*Block
+	// Scripts is the folder of the lab's own code when its front matter
+	// names one (scripts = "php-persistent-share": a lab that runs another
+	// lab's scripts); empty, the folder named after the lab (ScriptDir).
+	Scripts string
 	// Fences lists every fenced block of a connlab language in the file
 	// (sim, exercise) in order, for readers that handle the other kinds.
 	Fences []*Fence

@@ -57,7 +57,8 @@ func (l *Lab) mustBlock(t *testing.T, id string) *Block {
 // TestRequiredBlocks: the blocks the issue and the pages name exist.
 func TestRequiredBlocks(t *testing.T) {
 	for file, ids := range map[string][]string{
-		"php-persistent-share.md": {"across-requests", "within-script", "workers", "idle", "option-sets"},
+		"php-persistent-share.md": {"across-requests", "within-script", "before-85"},
+		"php-persistent-pools.md": {"workers", "idle", "option-sets"},
 		"connection-pool.md":      {"no-pool", "pool"},
 		"nginx-keepalive.md":      {"without", "with"},
 		"port-exhaustion.md":      {"exhaust", "tw-reuse"},

@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -75,12 +77,24 @@ func ParseContext(ctx context.Context, file string, src []byte) (*Lab, error) {
 	}
 	if fm != nil {
 		var meta struct {
-			Title string `toml:"title"`
+			Title   string `toml:"title"`
+			Scripts string `toml:"scripts"`
 		}
 		if err := toml.Unmarshal(fm, &meta); err != nil {
 			return nil, &Error{File: file, Line: 1 + tomlLine(err), Msg: "front matter: " + tomlMsg(err)}
 		}
 		l.Title = meta.Title
+		if meta.Scripts != "" {
+			if !scriptsRE.MatchString(meta.Scripts) {
+				line := 1
+				if m := scriptsKeyRE.FindIndex(fm); m != nil {
+					line = 2 + bytes.Count(fm[:m[0]], []byte("\n"))
+				}
+				return nil, &Error{File: file, Line: line,
+					Msg: fmt.Sprintf("front matter: scripts = %q: want the name of a folder next to the lab (letters, digits, - and _), e.g. \"php-persistent-share\"", meta.Scripts)}
+			}
+			l.Scripts = filepath.Join(filepath.Dir(file), meta.Scripts)
+		}
 	}
 	lineOf := lineIndex(src)
 	offset := len(src) - len(body)
@@ -146,8 +160,17 @@ func ParseContext(ctx context.Context, file string, src []byte) (*Lab, error) {
 	if err := bindExpects(l.Blocks); err != nil {
 		return nil, err
 	}
+	for _, b := range l.Blocks {
+		b.Scripts = l.Scripts
+	}
 	return l, nil
 }
+
+// scriptsRE is a folder name for the front matter's scripts key.
+var (
+	scriptsRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+	scriptsKeyRE = regexp.MustCompile(`(?m)^[ \t]*scripts[ \t]*=`)
+)
 
 // fenceAttrs reads the {key="value"} part of a fence's info string the way
 // Hugo does.

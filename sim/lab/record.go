@@ -63,6 +63,16 @@ func RecordPath(labFile string) string {
 // labs/php-persistent-share.md → labs/php-persistent-share.
 func ScriptDir(labFile string) string { return langSuffix.ReplaceAllString(labFile, "") }
 
+// ScriptFolder is the folder the block's scripts are in: the one the
+// lab's front matter names (scripts = "..."), else the folder named after
+// the lab (ScriptDir).
+func (b *Block) ScriptFolder() string {
+	if b.Scripts != "" {
+		return b.Scripts
+	}
+	return ScriptDir(b.File)
+}
+
 var langSuffix = regexp.MustCompile(`(\.[a-z]{2})?\.md$`)
 
 // ReadRecord reads a record file.

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,6 +115,29 @@ func TestCheckRecord(t *testing.T) {
 	}
 	if RecordPath("labs/x.ko.md") != "labs/x.real.json" || ScriptDir("labs/x.md") != "labs/x" {
 		t.Errorf("paths: %s %s", RecordPath("labs/x.ko.md"), ScriptDir("labs/x.md"))
+	}
+	if f := l.Blocks[0].ScriptFolder(); f != "rec" {
+		t.Errorf("a lab without scripts = ...: its scripts are in %q, want rec", f)
+	}
+	// A lab whose front matter names another lab's folder runs its scripts.
+	shared, err := Parse(filepath.Join("labs", "second.ko.md"), []byte("+++\ntitle = \"t\"\nscripts = \"first\"\n+++\n"+recordLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := shared.Blocks[0].ScriptFolder(); f != filepath.Join("labs", "first") || RecordPath(shared.File) != filepath.Join("labs", "second.real.json") {
+		t.Errorf("scripts = \"first\": folder %q, record %q; want labs/first, labs/second.real.json", f, RecordPath(shared.File))
+	}
+	for _, bad := range []string{"../first", "a/b", ""} {
+		_, err := Parse("x.md", []byte("+++\ntitle = \"t\"\n\nscripts = "+strconv.Quote(bad)+"\n+++\n"+recordLab))
+		if bad == "" {
+			if err != nil {
+				t.Errorf("scripts = \"\": %v, want the default folder", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "x.md:4:") || !strings.Contains(err.Error(), "scripts") {
+			t.Errorf("scripts = %q: %v, want an error naming x.md:4 and the key", bad, err)
+		}
 	}
 	// real_expect may read check and runtime; expect may not.
 	if _, err := Parse("x.md", []byte("```sim {id=\"a\"}\nexpect = [\"check.class == \\\"x\\\"\"]\n```\n")); err == nil || !strings.Contains(err.Error(), "no metric") {

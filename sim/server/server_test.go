@@ -154,9 +154,9 @@ func TestModelRunMatchesSimRun(t *testing.T) {
 	cases := []struct{ lab, block string }{
 		{"php-persistent-share", "across-requests"},
 		{"php-persistent-share", "within-script"},
-		{"php-persistent-share", "workers"},
-		{"php-persistent-share", "idle"},
-		{"php-persistent-share", "option-sets"},
+		{"php-persistent-pools", "workers"},
+		{"php-persistent-pools", "idle"},
+		{"php-persistent-pools", "option-sets"},
 		{"connection-pool", "pool"},
 	}
 	for i, tc := range cases {
@@ -258,13 +258,13 @@ func TestModelRunParams(t *testing.T) {
 	s := newTestServer(t, Options{})
 	c := s.dial(t)
 	seed := uint64(7)
-	send(t, c, runReq{Type: "run", ID: "p", Lab: "php-persistent-share", Block: "idle", Params: map[string]any{"pause": "60s"}, Variants: []string{"pause-80s"}, Seed: &seed})
+	send(t, c, runReq{Type: "run", ID: "p", Lab: "php-persistent-pools", Block: "idle", Params: map[string]any{"pause": "60s"}, Variants: []string{"pause-80s"}, Seed: &seed})
 	started, _ := until(t, c, "p", "started")
 	if len(started.Variants) != 1 || started.Params["pause-80s"]["pause"] != "60s" {
 		t.Fatalf("started %+v", started)
 	}
 	done, _ := until(t, c, "p", "done")
-	l, _ := lab.ReadFile(filepath.Join(labsDir, "php-persistent-share.md"))
+	l, _ := lab.ReadFile(filepath.Join(labsDir, "php-persistent-pools.md"))
 	set, _ := lab.ParseSetting("pause=60s")
 	want, _ := l.Run(context.Background(), []string{"idle"}, lab.RunOptions{Seed: 7, Set: []lab.Setting{set}})
 	if len(done.Variants) != 1 || asJSON(done.Variants[0].Summary) != asJSON(want[0].Variants[0].Summary) {
@@ -350,17 +350,17 @@ func TestBadMessages(t *testing.T) {
 		{`{"type":"run","id":"a"} {"x":1}`, "", "", "one JSON object"},
 		{`{"type":"fly","id":"a"}`, "a", "type", "unknown message type"},
 		{`{"id":"a"}`, "a", "type", "needs a \"type\""},
-		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","colour":"red"}`, "a", "colour", "unknown field"},
-		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","seed":-1}`, "a", "seed", "whole number"},
-		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","params":[1]}`, "a", "params", "object"},
-		{`{"type":"run","lab":"php-persistent-share","block":"idle"}`, "", "id", "needs an id"},
-		{`{"type":"run","id":"` + strings.Repeat("i", 65) + `","lab":"php-persistent-share","block":"idle"}`, "", "id", "at most 64"},
+		{`{"type":"run","id":"a","lab":"php-persistent-pools","block":"idle","colour":"red"}`, "a", "colour", "unknown field"},
+		{`{"type":"run","id":"a","lab":"php-persistent-pools","block":"idle","seed":-1}`, "a", "seed", "whole number"},
+		{`{"type":"run","id":"a","lab":"php-persistent-pools","block":"idle","params":[1]}`, "a", "params", "object"},
+		{`{"type":"run","lab":"php-persistent-pools","block":"idle"}`, "", "id", "needs an id"},
+		{`{"type":"run","id":"` + strings.Repeat("i", 65) + `","lab":"php-persistent-pools","block":"idle"}`, "", "id", "at most 64"},
 		{`{"type":"run","id":"a","lab":"../../etc/passwd","block":"idle"}`, "a", "lab", "page name"},
 		{`{"type":"run","id":"a","lab":"nope","block":"idle"}`, "a", "lab", `no page "nope"`},
 		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"nope"}`, "a", "block", `no block with id "nope"`},
-		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","mode":"fast"}`, "a", "mode", `want "model" or "real"`},
-		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","mode":"real"}`, "a", "mode", "not available in this build"},
-		{`{"type":"run","id":"a","lab":"php-persistent-share","block":"idle","variants":["zzz"]}`, "a", "variants", `no variant "zzz"`},
+		{`{"type":"run","id":"a","lab":"php-persistent-pools","block":"idle","mode":"fast"}`, "a", "mode", `want "model" or "real"`},
+		{`{"type":"run","id":"a","lab":"php-persistent-pools","block":"idle","mode":"real"}`, "a", "mode", "not available in this build"},
+		{`{"type":"run","id":"a","lab":"php-persistent-pools","block":"idle","variants":["zzz"]}`, "a", "variants", `no variant "zzz"`},
 		{`{"type":"cancel","id":"nothing"}`, "nothing", "id", "no run"},
 	}
 	for _, tc := range cases {
@@ -1194,7 +1194,7 @@ func TestSlowModelClientHoldsOneSlot(t *testing.T) {
 	fast := s.dial(t)
 	for i := range 3 {
 		id := fmt.Sprint("f", i)
-		send(t, fast, runReq{Type: "run", ID: id, Lab: "php-persistent-share", Block: "workers"})
+		send(t, fast, runReq{Type: "run", ID: id, Lab: "php-persistent-pools", Block: "workers"})
 		until(t, fast, id, "done")
 	}
 }

@@ -184,7 +184,7 @@ func modelRun(i int) map[string]any {
 		params     map[string]any
 	}{
 		{"php-persistent-share", "across-requests", nil},
-		{"php-persistent-share", "workers", map[string]any{"requests": 200}},
+		{"php-persistent-pools", "workers", map[string]any{"requests": 200}},
 		{"connection-pool", "pool", map[string]any{"duration": "5s"}},
 		{"idle-timeouts", "race", map[string]any{"requests": 500}},
 		{"nginx-keepalive", "with", map[string]any{"duration": "2s"}},

@@ -14,7 +14,7 @@ import (
 // with a changed key so that no expectations are checked.
 func BenchmarkRun(b *testing.B) {
 	for _, c := range []struct{ lab, block string }{
-		{"php-persistent-share", "workers"},
+		{"php-persistent-pools", "workers"},
 		{"connection-pool", "pool"},
 		{"stack-connections", "little"},
 	} {
