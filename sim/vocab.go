@@ -105,7 +105,7 @@ const (
 	// SetupPHPNative: the same scripts on the php on PATH (Debian's PHP
 	// 8.2: the "before 8.5" row), one php -S process per worker.
 	SetupPHPNative Setup = "php-native"
-	SetupStack Setup = "stack" // a block's [[tier]] tables on the real programs: a load → nginx → a Python app (gunicorn or Flask's server) → redis-server
+	SetupStack     Setup = "stack" // a block's [[tier]] tables on the real programs: a load → nginx → a Python app (gunicorn or Flask's server) → redis-server
 )
 
 // Handshake is the TLS handshake a new connection did (Event.Handshake;

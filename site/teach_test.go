@@ -140,7 +140,7 @@ func TestGlossaryCanFail(t *testing.T) {
 		}
 	}
 	if found < 4 {
-		t.Errorf("the glossary flags %d of the issue's four calques", found)
+		t.Errorf("the glossary flags %d of the four calques", found)
 	}
 }
 
@@ -359,7 +359,7 @@ var minutesPerExercise = map[string]float64{"number": 4, "choice": 2, "explain":
 // time: each may not grow, and leaves the list once it is cut or split to
 // fit (the test says when).
 var overBudget = map[string]float64{
-	"php-persistent-share": 31.0, // the issue: split it (two labs of about 15)
+	"php-persistent-share": 31.0, // to be split in two labs of about 15
 	"connection-pool":      19.4,
 	"nginx-keepalive":      19.1,
 	"port-exhaustion":      19.1,

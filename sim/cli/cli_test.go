@@ -20,7 +20,8 @@ func runSim(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
-// TestRunJSONContract checks the object DESIGN.md promises to scripts.
+// TestRunJSONContract checks the object sim run --json promises to
+// scripts (README's table of commands; sim schema describes its fields).
 func TestRunJSONContract(t *testing.T) {
 	out, errs, code := runSim(t, "run", "--json", phpLab)
 	if code != 0 {

@@ -35,7 +35,7 @@ func writeSmallLab(t *testing.T) string {
 	return p
 }
 
-// TestValidateJSON checks the object DESIGN.md promises. The tolerance is
+// TestValidateJSON checks the shape of sim validate --json. The tolerance is
 // wide: this test is about the shape, and its real runs execute under the
 // race detector (harness's own tests check the tolerance).
 func TestValidateJSON(t *testing.T) {
