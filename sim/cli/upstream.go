@@ -135,7 +135,7 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 		cacert = "--cacert " + lab.ShellQuote(path) + " "
 	}
 	fmt.Fprintf(w, "\ntry it (two requests on one connection):\n  curl %s--resolve %s:%s:127.0.0.1 -s -o /dev/null -o /dev/null -w '%s' %s %s\n",
-		cacert, harness.APIHost, port, curlFormat, url, url)
+		cacert, harness.APIHost, port, curlFormat(), url, url)
 	ca := ""
 	if s.TLS != "none" {
 		ca = path
@@ -173,4 +173,12 @@ func phpCommand(url, ca, port string) string {
 	return "php -r " + lab.ShellQuote(code)
 }
 
-const curlFormat = `namelookup %{time_namelookup} connect %{time_connect} appconnect %{time_appconnect} starttransfer %{time_starttransfer} total %{time_total} num_connects %{num_connects}\n`
+// curlFormat is curl's -w format printing each of the model's curl phases
+// (sim.CurlPhases) and num_connects.
+func curlFormat() string {
+	var b strings.Builder
+	for _, p := range sim.CurlPhases() {
+		fmt.Fprintf(&b, "%s %%{%s} ", p.Key, p.Curl)
+	}
+	return b.String() + `num_connects %{num_connects}\n`
+}
