@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
@@ -16,16 +17,16 @@ import (
 func TestLoopbackOnly(t *testing.T) {
 	ctx := context.Background()
 	s := sim.Default()
-	if _, err := NewWorker(wire.WorkerConfig{Setup: wire.SetupHTTP, Scenario: s, Worker: 1, Upstream: "198.51.100.7:443"}, func(*sim.Event) {}); err == nil {
+	if _, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupHTTP, Scenario: s, Worker: 1, Upstream: "198.51.100.7:443"}, func(*sim.Event) {}); err == nil {
 		t.Error("worker accepted a non-loopback upstream")
 	}
-	if _, err := NewWorker(wire.WorkerConfig{Setup: wire.SetupRedis, Scenario: s, Worker: 1, Redis: "10.0.0.1:6379"}, func(*sim.Event) {}); err == nil {
+	if _, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupRedis, Scenario: s, Worker: 1, Redis: "10.0.0.1:6379"}, func(*sim.Event) {}); err == nil {
 		t.Error("worker accepted a non-loopback Redis")
 	}
-	if _, err := NewWorker(wire.WorkerConfig{Setup: wire.SetupHTTP, Scenario: s, Worker: 1, Upstream: "127.0.0.1:443", DNS: "8.8.8.8:53"}, func(*sim.Event) {}); err == nil {
+	if _, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupHTTP, Scenario: s, Worker: 1, Upstream: "127.0.0.1:443", DNS: "8.8.8.8:53"}, func(*sim.Event) {}); err == nil {
 		t.Error("worker accepted a non-loopback DNS server")
 	}
-	if _, err := (resolver{server: "8.8.8.8:53"}).lookup(ctx, &dnsCache{}, servers.APIHost); err == nil || !strings.Contains(err.Error(), "only loopback") {
+	if _, err := (resolver{server: "8.8.8.8:53"}).lookup(ctx, &dnsCache{}, pki.APIHost); err == nil || !strings.Contains(err.Error(), "only loopback") {
 		t.Errorf("resolver asked 8.8.8.8: %v", err)
 	}
 	d, err := servers.StartDNS("", 0)
@@ -34,8 +35,8 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 	defer d.Close()
 	r := resolver{server: d.Addr}
-	if a, err := r.lookup(ctx, &dnsCache{}, servers.APIHost); err != nil || a != "127.0.0.1" {
-		t.Errorf("%s → %q, %v", servers.APIHost, a, err)
+	if a, err := r.lookup(ctx, &dnsCache{}, pki.APIHost); err != nil || a != "127.0.0.1" {
+		t.Errorf("%s → %q, %v", pki.APIHost, a, err)
 	}
 	if _, err := r.lookup(ctx, &dnsCache{}, "example.com"); err == nil || !strings.Contains(err.Error(), "REFUSED") {
 		t.Errorf("example.com: %v", err)
