@@ -182,7 +182,7 @@ func TestHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "run") || !strings.Contains(out, "params") {
 		t.Errorf("help: %d %s", code, out)
 	}
-	for _, c := range commands {
+	for _, c := range commands() {
 		out, _, code := runSim(t, c.name, "--help")
 		if code != 0 || !strings.Contains(out, "usage: sim "+c.name) || !strings.Contains(out, "example:") {
 			t.Errorf("sim %s --help: exit %d\n%s", c.name, code, out)

@@ -16,8 +16,8 @@ import (
 	"github.com/connlab/connlab/sim/phpwasm"
 )
 
-func init() {
-	register(&command{
+func upstreamCommand() *command {
+	return &command{
 		name:    "upstream",
 		summary: "start a lab's HTTPS upstream (with injected RTT) and DNS server on loopback for any client, until Ctrl-C",
 		usage:   "[--rtt 30ms] [--tls 1.3] [--keepalive-timeout 75s] [--keepalive-requests 1000] [--server-time 2ms] [--response-bytes 1000] [--cert rsa2048] [--tickets=true] [--dns 0s] [--set key=value]... [--listen 127.0.0.1:0]",
@@ -43,7 +43,7 @@ The DNS server answers *.connlab.test with 127.0.0.1 after --dns; curl can
 skip it with --resolve (the printed command does), or you can ask it with
 dig @127.0.0.1 -p PORT api.connlab.test.`,
 		run: upstreamCmd,
-	})
+	}
 }
 
 func upstreamCmd(ctx context.Context, env *Env, args []string) error {
