@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,5 +41,19 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 	if _, err := r.lookup(ctx, &dnsCache{}, "example.com"); err == nil || !strings.Contains(err.Error(), "REFUSED") {
 		t.Errorf("example.com: %v", err)
+	}
+}
+
+// Every reuse policy of the model has its real clients: a policy added to
+// sim fails here until the harness implements it, and a worker refuses a
+// policy it does not know rather than run it as another.
+func TestEveryReuseIsReal(t *testing.T) {
+	for _, r := range sim.Enums()["Reuse"] {
+		if !slices.Contains(Reuses, sim.Reuse(r)) {
+			t.Errorf("reuse %q: the model has it, the harness's clients do not", r)
+		}
+	}
+	if _, err := NewWorker(wire.WorkerConfig{Scenario: sim.Scenario{Reuse: "thread"}}, nil); err == nil || !strings.Contains(err.Error(), `reuse "thread"`) {
+		t.Errorf("a worker for an unknown reuse policy: %v", err)
 	}
 }

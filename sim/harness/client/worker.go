@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,9 +58,16 @@ func (w *Worker) Emit(e *sim.Event) { w.sink(e) }
 // Scenario is the scenario the worker serves.
 func (w *Worker) Scenario() *sim.Scenario { return &w.cfg.Scenario }
 
+// Reuses are the reuse policies the real clients implement (Serve,
+// serveRedis): a policy the model gains needs its real counterpart here.
+var Reuses = []sim.Reuse{sim.ReuseNone, sim.ReuseRequest, sim.ReuseProcess, sim.ReusePool, sim.ReuseUpstreamKeepalive}
+
 // NewWorker makes a worker for cfg (Setup http or redis), whose events go
 // to sink. Every address in cfg must be on loopback.
 func NewWorker(cfg wire.WorkerConfig, sink func(*sim.Event)) (*Worker, error) {
+	if !slices.Contains(Reuses, cfg.Scenario.Reuse) {
+		return nil, fmt.Errorf("reuse %q: the harness's clients do not implement it", cfg.Scenario.Reuse)
+	}
 	w := &Worker{cfg: cfg, sink: sink, res: resolver{server: cfg.DNS, hold: cfg.Scenario.DNS}, persistent: map[uint8]*HTTPClient{}, base: time.Now()}
 	if cfg.DNS != "" {
 		if err := netem.CheckLoopback(cfg.DNS); err != nil {
@@ -171,7 +179,7 @@ func (w *Worker) Serve(ctx context.Context, req int) bool {
 		case sim.ReusePool, sim.ReuseUpstreamKeepalive:
 			p := w.poolClient()
 			connO, dnsO, tlsO = p, p, p
-		default: // sim.ReuseRequest
+		default: // sim.ReuseRequest (NewWorker takes only Reuses)
 			c := request()
 			connO, dnsO, tlsO = c, c, c
 		}
