@@ -57,8 +57,8 @@ func count(evs []Event, k Kind, by, reason string) int {
 }
 
 // TestRoundTrips checks the round trips to the first response byte against
-// the table of FACTS §5: reused 1, plain TCP 2, TLS 1.2 full 4, TLS 1.3 full
-// or resumed 3, TLS 1.3 0-RTT 2.
+// the handshakes' (RFC 5246, RFC 8446): reused 1, plain TCP 2, TLS 1.2 full
+// 4, TLS 1.3 full or resumed 3, TLS 1.3 0-RTT 2.
 func TestRoundTrips(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -111,7 +111,7 @@ func TestRoundTrips(t *testing.T) {
 }
 
 func TestTransferRounds(t *testing.T) {
-	// FACTS §8: ≤ 14.6 KB 1, ≤ 43.8 KB 2, ≤ 102 KB 3, ≤ 219 KB 4 round trips.
+	// Slow start from an initial window of 10 × 1460 B (RFC 6928): ≤ 14.6 KB 1, ≤ 43.8 KB 2, ≤ 102 KB 3, ≤ 219 KB 4 round trips.
 	for _, c := range []struct{ bytes, rounds int }{
 		{1, 1}, {14600, 1}, {14601, 2}, {43800, 2}, {43801, 3}, {102200, 3}, {102201, 4}, {219000, 4}, {219001, 5},
 	} {

@@ -132,7 +132,7 @@ func ParsePortRange(s string) (PortRange, error) {
 }
 
 // Default returns the scenario every lab starts from. The values are the
-// defaults of the software the labs talk about (see FACTS in the docs):
+// defaults of the software the labs talk about:
 // curl's 60 s DNS cache and 118 s idle age, nginx's 75 s keep-alive timeout
 // and 1000 requests, Linux's port range, tcp_tw_reuse = 2 and initial window.
 func Default() Scenario {

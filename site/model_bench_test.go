@@ -4,8 +4,8 @@ package site
 // compressed as a host sends it; the time from navigation to the first
 // model result on the PHP lab in headless Chromium, with an empty cache
 // and with the .wasm cached; and the time of a re-run after a slider move
-// on each lab's largest block of at most 10,000 requests. Targets (issue
-// 12): 1 MB gzipped; 1.5 s, 300 ms cached; 100 ms.
+// on each lab's largest block of at most 10,000 requests. Targets: 1 MB
+// gzipped; 1.5 s, 300 ms cached; 100 ms.
 
 import (
 	"encoding/json"

@@ -140,7 +140,7 @@ func TestGlossaryCanFail(t *testing.T) {
 		}
 	}
 	if found < 4 {
-		t.Errorf("the glossary flags %d of the issue's four calques", found)
+		t.Errorf("the glossary flags %d of the four calques", found)
 	}
 }
 
@@ -358,8 +358,7 @@ var minutesPerExercise = map[string]float64{"number": 4, "choice": 2, "explain":
 // overBudget lists the pages over readingLimit today, with their reading
 // time: each may not grow, and leaves the list once it is cut or split to
 // fit (the test says when).
-var overBudget = map[string]float64{
-}
+var overBudget = map[string]float64{}
 
 // readingTime is a page's reading time and its parts.
 type readingTime struct {

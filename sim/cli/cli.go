@@ -32,9 +32,13 @@ type command struct {
 	run     func(ctx context.Context, env *Env, args []string) error
 }
 
-var commands []*command
-
-func register(c *command) { commands = append(commands, c) }
+// commands are the sim command's subcommands, one file each.
+func commands() []*command {
+	return []*command{
+		runCommand(), labCommand(), paramsCommand(), schemaCommand(), exerciseCommand(),
+		validateCommand(), upstreamCommand(), serveCommand(),
+	}
+}
 
 // exitError carries an exit status without an extra message.
 type exitError int
@@ -145,7 +149,7 @@ func (o *output) failed() error {
 }
 
 func find(name string) *command {
-	for _, c := range commands {
+	for _, c := range commands() {
 		if c.name == name {
 			return c
 		}
@@ -159,7 +163,7 @@ func printHelp(w io.Writer) {
 usage: sim <command> [flags] [FILE]
 
 commands:`)
-	sorted := append([]*command(nil), commands...)
+	sorted := commands()
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
 	for _, c := range sorted {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)

@@ -23,7 +23,8 @@ func runSim(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
-// TestRunJSONContract checks the object DESIGN.md promises to scripts.
+// TestRunJSONContract checks the object sim run --json promises to
+// scripts (README's table of commands; sim schema describes its fields).
 func TestRunJSONContract(t *testing.T) {
 	out, errs, code := runSim(t, "run", "--json", phpLab)
 	if code != 0 {
@@ -184,7 +185,7 @@ func TestHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "run") || !strings.Contains(out, "params") {
 		t.Errorf("help: %d %s", code, out)
 	}
-	for _, c := range commands {
+	for _, c := range commands() {
 		out, _, code := runSim(t, c.name, "--help")
 		if code != 0 || !strings.Contains(out, "usage: sim "+c.name) || !strings.Contains(out, "example:") {
 			t.Errorf("sim %s --help: exit %d\n%s", c.name, code, out)

@@ -18,8 +18,8 @@ import (
 	"github.com/pelletier/go-toml/v2"
 )
 
-func init() {
-	register(&command{
+func exerciseCommand() *command {
+	return &command{
 		name:    "exercise",
 		summary: "ask a lab's exercises in the terminal (predict, then see the model's answer), or print the teacher's key",
 		usage:   "[--seed N] [--lang en|ko] [--id ID] [--answers-from FILE] FILE | --key [--json] [--seed N] [--lang en|ko] FILE",
@@ -36,7 +36,7 @@ see the answer, skip to move on. --answers-from reads "id = answer" lines
 (TOML; a list gives successive tries, e.g. warm-call = [40, 22]); the exit
 status is then 1 unless every number and choice was answered right.`,
 		run: exerciseCmd,
-	})
+	}
 }
 
 // KeyOutput is what `sim exercise --key --json` prints.

@@ -11,8 +11,8 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-func init() {
-	register(&command{
+func labCommand() *command {
+	return &command{
 		name:    "lab",
 		summary: "show a lab as read: its blocks, variants, controls, expectations and exercises",
 		usage:   "[--json] FILE",
@@ -25,7 +25,7 @@ page shows as controls and as fixed values, and every ` + "```exercise" + `
 block. make data writes it to site/data/labs/LANG/PAGE.json; the page's
 model in the browser runs it without reading the Markdown again.`,
 		run: labCmd,
-	})
+	}
 }
 
 func labCmd(ctx context.Context, env *Env, args []string) error {

@@ -10,8 +10,8 @@ import (
 	"github.com/connlab/connlab/sim"
 )
 
-func init() {
-	register(&command{
+func paramsCommand() *command {
+	return &command{
 		name:    "params",
 		summary: "list every scenario key with its default, limits and meaning",
 		usage:   "[--json]",
@@ -45,5 +45,5 @@ func init() {
 			}
 			return tw.Flush()
 		},
-	})
+	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-func init() {
-	register(&command{
+func runCommand() *command {
+	return &command{
 		name:    "run",
 		summary: "run a lab's scenarios in the model and print each block's variants side by side",
 		usage:   "[--json] [--block ID] [--set key=value]... [--seed N] [--events FILE] [--link [--base URL]] FILE|LINK",
@@ -32,7 +32,7 @@ FILE is a lab (.md, its ` + "```sim" + ` blocks) or one scenario (.toml). Withou
 exit status is 1 when an expectation of the lab is not met. LINK is a lab page's address
 as its "Copy link" gives it: the run's block, settings and seed (flags given too win).`,
 		run: runCmd,
-	})
+	}
 }
 
 // LabOutput is the JSON `sim run --json` prints.

@@ -15,8 +15,8 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-func init() {
-	register(&command{
+func schemaCommand() *command {
+	return &command{
 		name:    "schema",
 		summary: "describe the scenario keys, the vocabulary, the phases and the JSON of events and results",
 		usage:   "[--json | --ts]",
@@ -32,7 +32,7 @@ a page lets the reader change), Instance and ScenarioRef (an exercise as a
 student sees it). --ts prints the same as TypeScript: a type per enum, an
 interface per type, and the phase table as the constant PHASES.`,
 		run: schemaCmd,
-	})
+	}
 }
 
 // schema is the document `sim schema --json` prints: sim.NewSchema with the

@@ -47,7 +47,7 @@ func TestSchemaCommand(t *testing.T) {
 			t.Errorf("%s: enum %v, type %q has %v", p["key"], p["enum"], typ, doc.Enums[typ])
 		}
 	}
-	if got := doc.Enums["Reuse"]; !slices.Equal(got, []string{"none", "request", "process", "pool", "upstream-keepalive"}) {
+	if got := doc.Enums["Reuse"]; !slices.Equal(got, sim.Enums()["Reuse"]) || !slices.Contains(got, string(sim.ReuseUpstreamKeepalive)) {
 		t.Errorf("Reuse: %q", got)
 	}
 	if len(doc.Phases) != len(sim.Phases()) || doc.Phases[1]["label"] != "ph_dns" || doc.Phases[1]["color"] == "" {

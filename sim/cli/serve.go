@@ -18,8 +18,8 @@ import (
 	"github.com/connlab/connlab/sim/web"
 )
 
-func init() {
-	register(&command{
+func serveCommand() *command {
+	return &command{
 		name:    "serve",
 		summary: "serve the built site and stream the lab pages' runs to their widgets (/ws); --class runs a class",
 		usage:   "[--addr 127.0.0.1:8080] [--public DIR] [--labs DIR,...] [--class [--class-seed N|random] [--class-code CODE] ...]",
@@ -34,7 +34,7 @@ With --class, students open /class/ and type the join code shown on the
 teacher's page (or follow its link); each address may join --class-per-address
 students.`,
 		run: serveCmd,
-	})
+	}
 }
 
 // serveCmd assembles sim serve: one index of the pages, the runs' server

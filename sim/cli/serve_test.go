@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/connlab/connlab/sim"
 )
 
 // syncBuffer is a bytes.Buffer safe to write from the server's goroutines
@@ -302,10 +304,10 @@ func TestServeRealRun(t *testing.T) {
 		if fmt.Sprint(v.Summary.NumConnects) != fmt.Sprint(v.Model.NumConnects) {
 			t.Errorf("%s: measured num_connects %v, model %v", v.Name, v.Summary.NumConnects, v.Model.NumConnects)
 		}
-		// five phases, and totals by kind where calls both open and reuse
-		want := 5
+		// curl's phases, and totals by kind where calls both open and reuse
+		want := len(sim.CurlPhases())
 		if v.Model.Connects > 0 && v.Model.Reused > 0 {
-			want = 7
+			want += 2
 		}
 		if len(v.Compare) != want {
 			t.Errorf("%s: %d phase rows, want %d", v.Name, len(v.Compare), want)

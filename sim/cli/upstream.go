@@ -12,11 +12,12 @@ import (
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/loopback"
 	"github.com/connlab/connlab/sim/phpwasm"
 )
 
-func init() {
-	register(&command{
+func upstreamCommand() *command {
+	return &command{
 		name:    "upstream",
 		summary: "start a lab's HTTPS upstream (with injected RTT) and DNS server on loopback for any client, until Ctrl-C",
 		usage:   "[--rtt 30ms] [--tls 1.3] [--keepalive-timeout 75s] [--keepalive-requests 1000] [--server-time 2ms] [--response-bytes 1000] [--cert rsa2048] [--tickets=true] [--dns 0s] [--set key=value]... [--listen 127.0.0.1:0]",
@@ -42,7 +43,7 @@ The DNS server answers *.connlab.test with 127.0.0.1 after --dns; curl can
 skip it with --resolve (the printed command does), or you can ask it with
 dig @127.0.0.1 -p PORT api.connlab.test.`,
 		run: upstreamCmd,
-	})
+	}
 }
 
 func upstreamCmd(ctx context.Context, env *Env, args []string) error {
@@ -93,7 +94,7 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	for _, a := range []string{*listen, *dnsListen} {
-		if err := harness.CheckLoopback(a); err != nil {
+		if err := loopback.Check(a); err != nil {
 			return usageError{err.Error()}
 		}
 	}
@@ -117,7 +118,7 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 	_, port, _ := net.SplitHostPort(srv.Upstream.Addr())
 	_, dnsPort, _ := net.SplitHostPort(srv.DNSAddr)
 	scheme := "https"
-	if s.TLS == "none" {
+	if s.TLS == sim.TLSNone {
 		scheme = "http"
 	}
 	url := fmt.Sprintf("%s://%s:%s/", scheme, harness.APIHost, port)
@@ -126,18 +127,18 @@ func upstreamCmd(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(w, "          rtt %s (the TCP handshake's round trip is charged on the first bytes), server_time %s, response %d B,\n",
 		sim.FormatDuration(s.RTT), sim.FormatDuration(s.ServerTime), s.ResponseBytes)
 	fmt.Fprintf(w, "          keepalive_timeout %s, keepalive_requests %d\n", sim.FormatDuration(s.KeepaliveTimeout), s.KeepaliveRequests)
-	if s.TLS != "none" {
+	if s.TLS != sim.TLSNone {
 		fmt.Fprintf(w, "CA        %s\n", path)
 	}
 	fmt.Fprintf(w, "DNS       %s answers *.connlab.test with 127.0.0.1 after %s   (dig @127.0.0.1 -p %s %s)\n", srv.DNSAddr, sim.FormatDuration(s.DNS), dnsPort, harness.APIHost)
 	cacert := ""
-	if s.TLS != "none" {
+	if s.TLS != sim.TLSNone {
 		cacert = "--cacert " + lab.ShellQuote(path) + " "
 	}
 	fmt.Fprintf(w, "\ntry it (two requests on one connection):\n  curl %s--resolve %s:%s:127.0.0.1 -s -o /dev/null -o /dev/null -w '%s' %s %s\n",
-		cacert, harness.APIHost, port, curlFormat, url, url)
+		cacert, harness.APIHost, port, curlFormat(), url, url)
 	ca := ""
-	if s.TLS != "none" {
+	if s.TLS != sim.TLSNone {
 		ca = path
 	}
 	fmt.Fprintf(w, "\nor with PHP (two calls on one curl handle; one line of curl's measurements each):\n  %s\n", phpCommand(url, ca, port))
@@ -173,4 +174,12 @@ func phpCommand(url, ca, port string) string {
 	return "php -r " + lab.ShellQuote(code)
 }
 
-const curlFormat = `namelookup %{time_namelookup} connect %{time_connect} appconnect %{time_appconnect} starttransfer %{time_starttransfer} total %{time_total} num_connects %{num_connects}\n`
+// curlFormat is curl's -w format printing each of the model's curl phases
+// (sim.CurlPhases) and num_connects.
+func curlFormat() string {
+	var b strings.Builder
+	for _, p := range sim.CurlPhases() {
+		fmt.Fprintf(&b, "%s %%{%s} ", p.Key, p.Curl)
+	}
+	return b.String() + `num_connects %{num_connects}\n`
+}

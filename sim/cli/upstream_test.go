@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/phpwasm"
 )
 
@@ -65,6 +66,11 @@ func TestUpstream(t *testing.T) {
 	}
 	if url == "" || caFile == "" || !strings.Contains(curl, "--cacert "+caFile) || !strings.Contains(curl, "%{time_appconnect}") {
 		t.Fatalf("output: url %q ca %q curl %q; stderr %s", url, caFile, curl, errb.String())
+	}
+	for _, p := range sim.CurlPhases() {
+		if !strings.Contains(curl, p.Key+" %{"+p.Curl+"} ") {
+			t.Errorf("the curl command does not print %s: %s", p.Curl, curl)
+		}
 	}
 	pem, err := os.ReadFile(caFile)
 	if err != nil {

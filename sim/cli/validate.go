@@ -24,8 +24,8 @@ import (
 // maxTareText is harness.MaxTare as the help and the output write it.
 var maxTareText = sim.FormatDuration(harness.MaxTare)
 
-func init() {
-	register(&command{
+func validateCommand() *command {
+	return &command{
 		name:    "validate",
 		summary: "run a lab's blocks in the model and on real loopback servers, and compare them phase by phase",
 		usage:   "[--json] [--record] [--block ID] [--variant NAME]... [--real nginx,redis] [--set key=value]... [--tolerance 5%,0.5ms] FILE",
@@ -71,7 +71,7 @@ keeps each variant's settings, and a changed block fails the test as stale).
 
 ` + harness.ScalingRules,
 		run: validateCmd,
-	})
+	}
 }
 
 // ValidateOutput is the JSON `sim validate --json` prints, and what

@@ -2,18 +2,13 @@ package harness
 
 import (
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/harness/netem"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 )
 
 // APIHost is the name the lab's clients call; the harness's DNS server
 // answers it with 127.0.0.1 and the certificates name it.
-const APIHost = servers.APIHost
-
-// CheckLoopback returns an error unless addr ("host:port" or a bare host) is
-// a literal loopback address. Every listener and dialer of the harness goes
-// through it.
-func CheckLoopback(addr string) error { return netem.CheckLoopback(addr) }
+const APIHost = pki.APIHost
 
 // Servers are an upstream and a DNS server started for clients the harness
 // does not own (sim upstream).

@@ -220,8 +220,8 @@ func compareTimeWait(model, measured *sim.Summary, timing bool) []CountRow {
 	if model.DurationS >= (sim.TimeWaitLen - 10*time.Second).Seconds() {
 		peak.Allowed, peak.OK = fmt.Sprintf("not compared: TIME_WAIT sockets expired during the run, and the two took over different numbers of ports (the model %d, the sampler counted %d)", mr, rr), true
 		// Where sockets expire, the sampler's count of takeovers is not
-		// to be trusted: 90 s runs with tcp_tw_reuse = 0, which takes over
-		// nothing, counted 1,749 to 2,770.
+		// to be trusted: runs past TIME_WAIT's 60 s with tcp_tw_reuse = 0,
+		// which takes over nothing, counted thousands.
 		reused.Allowed += "; and where sockets expire during the run the sampler's count is not reliable"
 		return []CountRow{peak, reused}
 	}

@@ -72,8 +72,8 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/roles"
-	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
@@ -197,7 +197,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			return nil, fmt.Errorf("harness: cannot find this program to start worker processes: %w", err)
 		}
 	}
-	certs, err := servers.SharedCerts()
+	certs, err := pki.Shared()
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		if vp.Rejected == "" {
 			vr.Scenario = &s // a rejected one has none the model can run
 		}
-		job := wire.LabJob{Block: p.Block.ID, Variant: vp.Name, Setup: info.Setup, Scenario: vp.Scenario, Seed: opt.Seed,
+		job := wire.LabJob{Block: p.Block.ID, Variant: vp.Name, Setup: sim.Setup(info.Setup), Scenario: vp.Scenario, Seed: opt.Seed,
 			Certs: *certs, Isolated: isolated, KernelTWReuse: vp.KernelTWReuse, Real: opt.Real, PHP: phpJob}
 		var col sim.Collector
 		firstErr := ""

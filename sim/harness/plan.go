@@ -10,7 +10,6 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/roles"
-	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -20,25 +19,25 @@ const (
 	// SetupAuto derives the setup from the block: SetupStack when it has
 	// tiers, SetupProxy when a variant uses reuse = "upstream-keepalive",
 	// else SetupHTTP.
-	SetupAuto = "auto"
+	SetupAuto = string(sim.SetupAuto)
 	// SetupHTTP: PHP-like worker processes (real OS processes) call the
 	// HTTPS or HTTP upstream through the harness's DNS server, with
 	// curl-like client state whose lifetime is the call, the request or
 	// the process.
-	SetupHTTP = wire.SetupHTTP
+	SetupHTTP = string(sim.SetupHTTP)
 	// SetupRedis: worker processes call Redis (miniredis, or redis-server
 	// with --real redis) with go-redis, one client per request or one pool
 	// per process.
-	SetupRedis = wire.SetupRedis
+	SetupRedis = string(sim.SetupRedis)
 	// SetupProxy: a closed-loop load generator calls a reverse proxy (a Go
 	// proxy, or nginx with --real nginx) whose workers call the upstream,
 	// with or without upstream keep-alive.
-	SetupProxy = wire.SetupProxy
+	SetupProxy = string(sim.SetupProxy)
 	// SetupPHP: the lab's PHP scripts on PHP 8.5 in WebAssembly (the
 	// http setup stands in when Node.js or the package is missing), and
 	// SetupPHPNative on the php on PATH.
-	SetupPHP       = wire.SetupPHP
-	SetupPHPNative = wire.SetupPHPNative
+	SetupPHP       = string(sim.SetupPHP)
+	SetupPHPNative = string(sim.SetupPHPNative)
 	// SetupStack: a block's [[tier]] tables on the real programs, nginx →
 	// the article's Python app (gunicorn or Flask's server) → redis-server,
 	// calibrated then measured per hop (stackplan.go).
@@ -181,7 +180,7 @@ func (o *Options) compressFor(setup string) float64 {
 	if o.Compress > 0 {
 		return o.Compress
 	}
-	if f := roles.Compress(setup); f > 0 {
+	if f := roles.Compress(sim.Setup(setup)); f > 0 {
 		return f
 	}
 	return DefaultCompress
@@ -204,14 +203,14 @@ func (o *Options) defaults() {
 // SetupProxy when a variant uses reuse = "upstream-keepalive", else
 // SetupHTTP.
 func setupOf(s *sim.Scenario, scns []*sim.Scenario) string {
-	if s.Setup != SetupAuto && s.Setup != "" {
+	if s.Setup != sim.SetupAuto && s.Setup != "" {
 		return string(s.Setup)
 	}
 	if hasTiers(scns) {
 		return SetupStack
 	}
 	for _, o := range scns {
-		if o != nil && o.Reuse == "upstream-keepalive" {
+		if o != nil && o.Reuse == sim.ReuseUpstreamKeepalive {
 			return SetupProxy
 		}
 	}
@@ -311,7 +310,7 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 		changed = append(changed, fmt.Sprintf("think_time %s→%s", sim.FormatDuration(s.ThinkTime), sim.FormatDuration(nd)))
 		s.ThinkTime = nd
 	}
-	if s.Load == "open" && s.Rate > 0 && s.Rate < 1 {
+	if s.Load == sim.LoadOpen && s.Rate > 0 && s.Rate < 1 {
 		nr := s.Rate * f
 		changed = append(changed, fmt.Sprintf("rate %g→%g req/s", s.Rate, nr))
 		s.Rate = nr
@@ -319,7 +318,7 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 	if len(changed) > 0 {
 		vp.note("long timers ÷%g: %s", f, strings.Join(changed, ", "))
 	}
-	for _, n := range roles.Adjust(vp.Setup, &s) {
+	for _, n := range roles.Adjust(sim.Setup(vp.Setup), &s) {
 		vp.note("%s", n)
 	}
 	// Rule 2: the port range, from the lab's own run.
@@ -345,7 +344,7 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 	}
 	// Rule 3: a fast open loop is slowed down, and a scaled port range
 	// with it, so it runs out at the same time.
-	if s.Load == "open" && s.Rate > opt.MaxRate {
+	if s.Load == sim.LoadOpen && s.Rate > opt.MaxRate {
 		k := opt.MaxRate / s.Rate
 		note := fmt.Sprintf("rate %g→%g req/s (at most %g, so a busy machine keeps up)", s.Rate, opt.MaxRate, opt.MaxRate)
 		s.Rate = opt.MaxRate
@@ -402,8 +401,8 @@ func (vp *VariantPlan) scale(ctx context.Context, opt Options) error {
 		return err
 	}
 	vp.Scenario = s
-	vp.Overlap = s.Load == "open" || s.Concurrency > 1
-	vp.Timing = vp.Overlap && (s.Reuse == "pool" || s.Reuse == "upstream-keepalive")
+	vp.Overlap = s.Load == sim.LoadOpen || s.Concurrency > 1
+	vp.Timing = vp.Overlap && (s.Reuse == sim.ReusePool || s.Reuse == sim.ReuseUpstreamKeepalive)
 	return nil
 }
 

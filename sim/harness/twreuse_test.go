@@ -7,7 +7,7 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// TestValidateTWReuseLoopback runs the variant of issue 14 (item 10) as sim
+// TestValidateTWReuseLoopback runs a port-exhaustion variant as sim
 // validate does by default: 2,000 connections in 10 s to a loopback server
 // with tcp_tw_reuse = 2. The run always spans one of the kernel's 10 s port
 // reshuffles, after which connect() may take over TIME_WAIT ports, in the

@@ -54,7 +54,7 @@ func (l *Lab) mustBlock(t *testing.T, id string) *Block {
 	return b
 }
 
-// TestRequiredBlocks: the blocks the issue and the pages name exist.
+// TestRequiredBlocks: the blocks the pages and the tests name exist.
 func TestRequiredBlocks(t *testing.T) {
 	for file, ids := range map[string][]string{
 		"php-persistent-share.md": {"across-requests", "within-script", "before-85"},

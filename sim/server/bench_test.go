@@ -13,7 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// The speed targets of issue 4, as benchmarks (go test -run '^$' -bench .
+// The speed targets of sim serve, as benchmarks (go test -run '^$' -bench .
 // ./sim/server). Each reports its own metric next to ns/op:
 //   BenchmarkFirstEvent          first-event-ms (p50, p90): ≤ 150 ms
 //   BenchmarkEventsToOneClient   events/s: ≥ 50,000

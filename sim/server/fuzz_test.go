@@ -12,7 +12,7 @@ import (
 // type, and the error reply is a small JSON object that echoes no more
 // than an id of 64 bytes: a client cannot make a reply grow with what it
 // sends. The seed corpus (testdata/fuzz/FuzzMessage) holds the hostile
-// messages of issue 14's probe.
+// messages a hostile client was seen to send.
 func FuzzMessage(f *testing.F) {
 	f.Add([]byte(`{"type":"run","id":"1","lab":"php-persistent-share","block":"across-requests","params":{"rtt":"20ms"}}`))
 	s := New(Options{Labs: []string{labsDir}, Logf: func(string, ...any) {}})

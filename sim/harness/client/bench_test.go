@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
@@ -25,7 +26,7 @@ func BenchmarkReusedCall(b *testing.B) {
 	}{{"none", 0}, {"1.3", 0}, {"1.3", time.Millisecond}} {
 		tlsV, rtt := c.tls, c.rtt
 		b.Run("tls="+tlsV+"/rtt="+sim.FormatDuration(rtt), func(b *testing.B) {
-			certs, err := servers.SharedCerts()
+			certs, err := pki.Shared()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -38,7 +39,7 @@ func BenchmarkReusedCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer up.Close()
-			w, err := NewWorker(wire.WorkerConfig{Setup: wire.SetupHTTP, Scenario: s, Worker: 1, Upstream: up.Addr(), CAPEM: certs.CAPEM}, func(*sim.Event) {})
+			w, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupHTTP, Scenario: s, Worker: 1, Upstream: up.Addr(), CAPEM: certs.CAPEM}, func(*sim.Event) {})
 			if err != nil {
 				b.Fatal(err)
 			}

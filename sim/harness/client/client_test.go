@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
@@ -16,16 +18,16 @@ import (
 func TestLoopbackOnly(t *testing.T) {
 	ctx := context.Background()
 	s := sim.Default()
-	if _, err := NewWorker(wire.WorkerConfig{Setup: wire.SetupHTTP, Scenario: s, Worker: 1, Upstream: "198.51.100.7:443"}, func(*sim.Event) {}); err == nil {
+	if _, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupHTTP, Scenario: s, Worker: 1, Upstream: "198.51.100.7:443"}, func(*sim.Event) {}); err == nil {
 		t.Error("worker accepted a non-loopback upstream")
 	}
-	if _, err := NewWorker(wire.WorkerConfig{Setup: wire.SetupRedis, Scenario: s, Worker: 1, Redis: "10.0.0.1:6379"}, func(*sim.Event) {}); err == nil {
+	if _, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupRedis, Scenario: s, Worker: 1, Redis: "10.0.0.1:6379"}, func(*sim.Event) {}); err == nil {
 		t.Error("worker accepted a non-loopback Redis")
 	}
-	if _, err := NewWorker(wire.WorkerConfig{Setup: wire.SetupHTTP, Scenario: s, Worker: 1, Upstream: "127.0.0.1:443", DNS: "8.8.8.8:53"}, func(*sim.Event) {}); err == nil {
+	if _, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupHTTP, Scenario: s, Worker: 1, Upstream: "127.0.0.1:443", DNS: "8.8.8.8:53"}, func(*sim.Event) {}); err == nil {
 		t.Error("worker accepted a non-loopback DNS server")
 	}
-	if _, err := (resolver{server: "8.8.8.8:53"}).lookup(ctx, &dnsCache{}, servers.APIHost); err == nil || !strings.Contains(err.Error(), "only loopback") {
+	if _, err := (resolver{server: "8.8.8.8:53"}).lookup(ctx, &dnsCache{}, pki.APIHost); err == nil || !strings.Contains(err.Error(), "only loopback") {
 		t.Errorf("resolver asked 8.8.8.8: %v", err)
 	}
 	d, err := servers.StartDNS("", 0)
@@ -34,10 +36,24 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 	defer d.Close()
 	r := resolver{server: d.Addr}
-	if a, err := r.lookup(ctx, &dnsCache{}, servers.APIHost); err != nil || a != "127.0.0.1" {
-		t.Errorf("%s → %q, %v", servers.APIHost, a, err)
+	if a, err := r.lookup(ctx, &dnsCache{}, pki.APIHost); err != nil || a != "127.0.0.1" {
+		t.Errorf("%s → %q, %v", pki.APIHost, a, err)
 	}
 	if _, err := r.lookup(ctx, &dnsCache{}, "example.com"); err == nil || !strings.Contains(err.Error(), "REFUSED") {
 		t.Errorf("example.com: %v", err)
+	}
+}
+
+// Every reuse policy of the model has its real clients: a policy added to
+// sim fails here until the harness implements it, and a worker refuses a
+// policy it does not know rather than run it as another.
+func TestEveryReuseIsReal(t *testing.T) {
+	for _, r := range sim.Enums()["Reuse"] {
+		if !slices.Contains(Reuses, sim.Reuse(r)) {
+			t.Errorf("reuse %q: the model has it, the harness's clients do not", r)
+		}
+	}
+	if _, err := NewWorker(wire.WorkerConfig{Scenario: sim.Scenario{Reuse: "thread"}}, nil); err == nil || !strings.Contains(err.Error(), `reuse "thread"`) {
+		t.Errorf("a worker for an unknown reuse policy: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/netem"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 )
 
@@ -206,8 +207,8 @@ func (h *HTTPClient) acquire(ctx context.Context) (*entry, error) {
 			return e, nil
 		}
 	}
-	if s.Reuse == "pool" && s.PoolMax > 0 && h.open >= s.PoolMax {
-		if s.PoolFull == "error" {
+	if s.Reuse == sim.ReusePool && s.PoolMax > 0 && h.open >= s.PoolMax {
+		if s.PoolFull == sim.PoolFullError {
 			h.mu.Unlock()
 			return nil, errPoolFull
 		}
@@ -255,14 +256,14 @@ func (h *HTTPClient) release(e *entry) {
 		h.waiters = h.waiters[1:]
 		return
 	}
-	if s.Reuse == "pool" && s.PoolMaxIdle > 0 && len(h.idle) >= s.PoolMaxIdle {
+	if s.Reuse == sim.ReusePool && s.PoolMaxIdle > 0 && len(h.idle) >= s.PoolMaxIdle {
 		h.open--
 		e.closeBy(sim.ReasonIdleFull)
 		return
 	}
 	e.lastUsed = time.Now()
 	h.idle = append(h.idle, e)
-	if s.Reuse == "upstream-keepalive" && len(h.idle) > s.UpstreamKeepalive {
+	if s.Reuse == sim.ReuseUpstreamKeepalive && len(h.idle) > s.UpstreamKeepalive {
 		lru := h.idle[0]
 		h.idle = h.idle[1:]
 		h.open--
@@ -298,7 +299,7 @@ func (h *HTTPClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 	if err != nil {
 		return nil, err
 	}
-	c := &clientConn{w: w, reason: e.closeReason, dialStart: time.Now(), lazy: s.Reuse != "pool" && s.Reuse != "upstream-keepalive"}
+	c := &clientConn{w: w, reason: e.closeReason, dialStart: time.Now(), lazy: s.Reuse != sim.ReusePool && s.Reuse != sim.ReuseUpstreamKeepalive}
 	ip, err := w.res.lookup(ctx, dnsC, host)
 	if err != nil {
 		return nil, err
@@ -317,9 +318,9 @@ func (h *HTTPClient) dial(ctx context.Context, e *entry, addr string) (*clientCo
 	raw = servers.ClientPath(s.RTT).Wrap(raw) // the server→client half is held here
 	c.Conn, c.raw = raw, raw
 	w.Emit(&sim.Event{Kind: sim.KindOpen, At: w.since(c.dnsDone), Conn: c.id, LocalPort: c.localPort})
-	if s.TLS != "none" {
+	if s.TLS != sim.TLSNone {
 		v := servers.TLSVersion(s.TLS)
-		cfg := &tls.Config{ServerName: servers.APIHost, RootCAs: w.roots, MinVersion: v, MaxVersion: v,
+		cfg := &tls.Config{ServerName: pki.APIHost, RootCAs: w.roots, MinVersion: v, MaxVersion: v,
 			CurvePreferences: servers.Curves, ClientSessionCache: sess}
 		tc := tls.Client(raw, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -358,7 +359,7 @@ func (w *Worker) HTTPCall(ctx context.Context, h, dnsO, tlsO *HTTPClient, req, n
 	}
 	ctx = context.WithValue(httptrace.WithClientTrace(ctx, trace), callKey{}, ct)
 	r, _ := http.NewRequestWithContext(ctx, method, w.url, reqBody)
-	if s.Reuse == "none" && s.Closer == "server" {
+	if s.Reuse == sim.ReuseNone && s.Closer == sim.SideServer {
 		r.Close = true
 	}
 	ct.start = time.Now()

@@ -65,9 +65,9 @@ func (w *Worker) newRedisClient(size int) *redisClient {
 	if s.MaxIdleAge > 0 {
 		opt.ConnMaxIdleTime = s.MaxIdleAge
 	}
-	if s.Reuse == "pool" && s.PoolMax > 0 {
+	if s.Reuse == sim.ReusePool && s.PoolMax > 0 {
 		opt.PoolSize = s.PoolMax
-		if s.PoolFull == "error" {
+		if s.PoolFull == sim.PoolFullError {
 			opt.PoolTimeout = time.Microsecond // redis-py raises ConnectionError at once
 		}
 	}
@@ -126,7 +126,7 @@ func (w *Worker) redisPool() *redisClient {
 func (w *Worker) serveRedis(ctx context.Context, req int) bool {
 	s := &w.cfg.Scenario
 	var rc *redisClient
-	perRequest := s.Reuse != "pool" && s.Reuse != "upstream-keepalive"
+	perRequest := s.Reuse != sim.ReusePool && s.Reuse != sim.ReuseUpstreamKeepalive
 	if perRequest {
 		rc = w.newRedisClient(1)
 	} else {
@@ -134,7 +134,7 @@ func (w *Worker) serveRedis(ctx context.Context, req int) bool {
 	}
 	failed := false
 	for n := 1; n <= s.CallsPerRequest; n++ {
-		if s.Reuse == "none" && n > 1 {
+		if s.Reuse == sim.ReuseNone && n > 1 {
 			rc.close()
 			rc = w.newRedisClient(1)
 		}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/netem"
-	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
 
@@ -57,9 +58,16 @@ func (w *Worker) Emit(e *sim.Event) { w.sink(e) }
 // Scenario is the scenario the worker serves.
 func (w *Worker) Scenario() *sim.Scenario { return &w.cfg.Scenario }
 
+// Reuses are the reuse policies the real clients implement (Serve,
+// serveRedis): a policy the model gains needs its real counterpart here.
+var Reuses = []sim.Reuse{sim.ReuseNone, sim.ReuseRequest, sim.ReuseProcess, sim.ReusePool, sim.ReuseUpstreamKeepalive}
+
 // NewWorker makes a worker for cfg (Setup http or redis), whose events go
 // to sink. Every address in cfg must be on loopback.
 func NewWorker(cfg wire.WorkerConfig, sink func(*sim.Event)) (*Worker, error) {
+	if !slices.Contains(Reuses, cfg.Scenario.Reuse) {
+		return nil, fmt.Errorf("reuse %q: the harness's clients do not implement it", cfg.Scenario.Reuse)
+	}
 	w := &Worker{cfg: cfg, sink: sink, res: resolver{server: cfg.DNS, hold: cfg.Scenario.DNS}, persistent: map[uint8]*HTTPClient{}, base: time.Now()}
 	if cfg.DNS != "" {
 		if err := netem.CheckLoopback(cfg.DNS); err != nil {
@@ -74,24 +82,24 @@ func NewWorker(cfg wire.WorkerConfig, sink func(*sim.Event)) (*Worker, error) {
 		w.masks = append(w.masks, m)
 	}
 	switch cfg.Setup {
-	case wire.SetupHTTP:
+	case sim.SetupHTTP:
 		if err := netem.CheckLoopback(cfg.Upstream); err != nil {
 			return nil, err
 		}
 		_, port, _ := net.SplitHostPort(cfg.Upstream)
 		scheme := "https"
-		if cfg.Scenario.TLS == "none" {
+		if cfg.Scenario.TLS == sim.TLSNone {
 			scheme = "http"
 		}
-		w.url = scheme + "://" + net.JoinHostPort(servers.APIHost, port) + "/v1/geocode"
+		w.url = scheme + "://" + net.JoinHostPort(pki.APIHost, port) + "/v1/geocode"
 		if scheme == "https" {
-			r, err := servers.CAPool(cfg.CAPEM)
+			r, err := pki.CAPool(cfg.CAPEM)
 			if err != nil {
 				return nil, err
 			}
 			w.roots = r
 		}
-	case wire.SetupRedis:
+	case sim.SetupRedis:
 		if err := netem.CheckLoopback(cfg.Redis); err != nil {
 			return nil, err
 		}
@@ -141,7 +149,7 @@ func (w *Worker) Serve(ctx context.Context, req int) bool {
 	if s.AppTime > 0 {
 		netem.SleepUntil(time.Now().Add(s.AppTime))
 	}
-	if w.cfg.Setup == wire.SetupRedis {
+	if w.cfg.Setup == sim.SetupRedis {
 		return w.serveRedis(ctx, req)
 	}
 	var reqC *HTTPClient
@@ -156,10 +164,10 @@ func (w *Worker) Serve(ctx context.Context, req int) bool {
 	for n := 1; n <= s.CallsPerRequest; n++ {
 		var connO, dnsO, tlsO *HTTPClient
 		switch s.Reuse {
-		case "none":
+		case sim.ReuseNone:
 			c := w.NewHTTPClient()
 			connO, dnsO, tlsO = c, c, c
-		case "process":
+		case sim.ReuseProcess:
 			p := w.persistentFor(mask)
 			pick := func(bit uint8) *HTTPClient {
 				if mask&bit != 0 {
@@ -168,16 +176,16 @@ func (w *Worker) Serve(ctx context.Context, req int) bool {
 				return request()
 			}
 			connO, dnsO, tlsO = pick(sim.ShareConnect), pick(sim.ShareDNS), pick(sim.ShareSSLSession)
-		case "pool", "upstream-keepalive":
+		case sim.ReusePool, sim.ReuseUpstreamKeepalive:
 			p := w.poolClient()
 			connO, dnsO, tlsO = p, p, p
-		default: // request
+		default: // sim.ReuseRequest (NewWorker takes only Reuses)
 			c := request()
 			connO, dnsO, tlsO = c, c, c
 		}
 		e := w.HTTPCall(ctx, connO, dnsO, tlsO, req, n, nil)
 		w.Emit(e)
-		if s.Reuse == "none" {
+		if s.Reuse == sim.ReuseNone {
 			connO.CloseIdle(sim.ReasonEndOfCall)
 		}
 		if e.Error != "" {
@@ -195,7 +203,7 @@ func (w *Worker) Serve(ctx context.Context, req int) bool {
 // worker's pool (redis-py's ConnectionPool, made at start-up as the view's
 // module makes it).
 func (w *Worker) OpenPools() {
-	if s := &w.cfg.Scenario; w.cfg.Setup == wire.SetupRedis && (s.Reuse == "pool" || s.Reuse == "upstream-keepalive") {
+	if s := &w.cfg.Scenario; w.cfg.Setup == sim.SetupRedis && (s.Reuse == sim.ReusePool || s.Reuse == sim.ReuseUpstreamKeepalive) {
 		w.redisPool()
 	}
 }

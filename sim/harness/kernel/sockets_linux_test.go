@@ -20,7 +20,7 @@ import (
 // takes that port over from its TIME_WAIT socket, and the third, its
 // TIME_WAIT socket too young, gets the odd port. The sampler must report one
 // client TIME_WAIT socket taken over ("reused") and a peak of two, the
-// counts sim validate compares (issue 14, item 10).
+// counts sim validate compares.
 func TestSamplerTakeover(t *testing.T) {
 	if os.Getenv("CONNLAB_TAKEOVER_CHILD") != "" {
 		samplerTakeoverChild(t)

@@ -77,7 +77,7 @@ const maxSpares = 16
 func (d *dispatcher) sparesWanted() int {
 	s := d.s
 	per := s.MaxRequests
-	if s.Mode == "cli" {
+	if s.Mode == sim.ModeCLI {
 		per = 1
 	}
 	if per <= 0 {
@@ -270,7 +270,7 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 
 // queued: requests wait in one queue for a free slot of any worker (see
 // dispatcher); otherwise each worker has a queue of its own.
-func (d *dispatcher) queued() bool { return d.s.Threads > 0 && d.s.Dispatch == "queue" }
+func (d *dispatcher) queued() bool { return d.s.Threads > 0 && d.s.Dispatch == sim.DispatchQueue }
 
 // dispatch hands an arrived request to a worker, or queues it.
 func (d *dispatcher) dispatch(r *request) {
@@ -289,7 +289,7 @@ func (d *dispatcher) dispatch(r *request) {
 	}
 	var w int
 	switch s.Dispatch {
-	case "random":
+	case sim.DispatchRandom:
 		w = d.rng.IntN(s.Workers)
 	default:
 		w = d.rr % s.Workers
@@ -335,7 +335,7 @@ func (d *dispatcher) finished(w int) {
 	s := d.s
 	d.busy[w]--
 	d.served[w]++
-	if s.Mode == "cli" || (s.MaxRequests > 0 && d.served[w] >= s.MaxRequests) {
+	if s.Mode == sim.ModeCLI || (s.MaxRequests > 0 && d.served[w] >= s.MaxRequests) {
 		old := d.procs[w]
 		linger := d.lingering < maxLinger
 		if linger {

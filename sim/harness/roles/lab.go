@@ -15,6 +15,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
@@ -181,7 +182,7 @@ func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 			return nil, err
 		}
 	}
-	if s.TLS != "none" && s.HandshakeCPU == 0 && !st.ownTLS {
+	if s.TLS != sim.TLSNone && s.HandshakeCPU == 0 && !st.ownTLS {
 		hs, err := servers.MeasureHandshake(&job.Certs, s.TLS, s.Cert)
 		if err != nil {
 			return nil, fmt.Errorf("harness: measuring a TLS handshake: %w", err)
@@ -210,7 +211,7 @@ func (lp *labProc) startHTTP(rep *wire.Report, cleanup *[]func()) (port int, err
 		}
 		*cleanup = append(*cleanup, d.Close)
 		lp.dnsAddr = d.Addr
-		rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s, each answer held %s at the resolver's end", d.Addr, servers.APIHost, sim.FormatDuration(s.DNS)))
+		rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s, each answer held %s at the resolver's end", d.Addr, pki.APIHost, sim.FormatDuration(s.DNS)))
 	}
 	up, err := lp.startUpstream(servers.OwnClients, rep, cleanup)
 	if err != nil {

@@ -104,7 +104,7 @@ func (g *loadGen) run(ctx context.Context, seed uint64) {
 	s := g.s
 	t0 := g.lp.t0
 	var wg sync.WaitGroup
-	if s.Load == "open" {
+	if s.Load == sim.LoadOpen {
 		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		var at time.Duration
 		for g.canSend() {
@@ -115,7 +115,7 @@ func (g *loadGen) run(ctx context.Context, seed uint64) {
 			wg.Add(1)
 			go func() { defer wg.Done(); g.one(ctx, -1, sent) }()
 			gap := 1 / s.Rate
-			if s.Arrival == "poisson" {
+			if s.Arrival == sim.ArrivalPoisson {
 				gap = -math.Log(1-rng.Float64()) / s.Rate
 			}
 			at += time.Duration(gap * float64(time.Second))

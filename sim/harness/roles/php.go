@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/phpwasm"
@@ -49,7 +50,7 @@ func (lp *labProc) runPHP(ctx context.Context, rep *wire.Report, cleanup *[]func
 			}
 			*cleanup = append(*cleanup, d.Close)
 			lp.dnsAddr = d.Addr
-			rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s; the driver's resolver holds each answer %s (libcurl's resolver here is synchronous, and so is the lookup)", d.Addr, servers.APIHost, sim.FormatDuration(s.DNS)))
+			rep.Components = append(rep.Components, fmt.Sprintf("DNS: miekg/dns on %s, answers %s; the driver's resolver holds each answer %s (libcurl's resolver here is synchronous, and so is the lookup)", d.Addr, pki.APIHost, sim.FormatDuration(s.DNS)))
 		}
 		// PHP's sockets are not the harness's dialer: the upstream delays
 		// both directions. The WebAssembly driver waits the TCP handshake's
@@ -205,7 +206,7 @@ func (ps *phpState) report(rep *wire.Report, s *sim.Scenario, native bool) {
 	default:
 		us := func(d time.Duration) string { return sim.FormatDuration(d.Round(time.Microsecond)) }
 		hs := ""
-		if s.TLS != "none" {
+		if s.TLS != sim.TLSNone {
 			hs = fmt.Sprintf(", a full TLS %s handshake (%s) %s", s.TLS, s.Cert, us(rep.HandshakeCPU))
 		}
 		rep.Components = append(rep.Components, fmt.Sprintf("%s: measured here before the run (on a path without delay), opening a connection costs %s of CPU%s, a call %s before the answer's first byte and %s after it, a request %s besides its calls; the model is given them (connect_cpu, handshake_cpu, client_cpu, client_read_cpu, and app_time on top of the block's), not native curl's speed",

@@ -18,6 +18,7 @@ import (
 	"github.com/connlab/connlab/sim/harness/client"
 	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/netem"
+	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
@@ -29,7 +30,7 @@ func (lp *labProc) runProxy(ctx context.Context, rep *wire.Report, cleanup *[]fu
 	s := &job.Scenario
 	wantNginx := slices.Contains(job.Real, "nginx")
 	bin, lookErr := exec.LookPath("nginx")
-	useNginx := wantNginx && lookErr == nil && s.TLS == "none"
+	useNginx := wantNginx && lookErr == nil && s.TLS == sim.TLSNone
 	who := servers.OwnClients // the Go proxy's workers hold what they receive
 	if useNginx {
 		who = servers.ForeignClients
@@ -175,7 +176,7 @@ type goProxy struct {
 	done    chan struct{}
 }
 
-func startGoProxy(lp *labProc, s *sim.Scenario, upstream string, certs *servers.Certs) (*goProxy, error) {
+func startGoProxy(lp *labProc, s *sim.Scenario, upstream string, certs *pki.Certs) (*goProxy, error) {
 	ln, err := netem.Listen("tcp", "")
 	if err != nil {
 		return nil, err
@@ -183,7 +184,7 @@ func startGoProxy(lp *labProc, s *sim.Scenario, upstream string, certs *servers.
 	g := &goProxy{ln: ln, done: make(chan struct{})}
 	for i := range s.Workers {
 		id := i + 1
-		w, err := client.NewWorker(wire.WorkerConfig{Setup: wire.SetupHTTP, Scenario: *s, Worker: id, Upstream: upstream, CAPEM: certs.CAPEM},
+		w, err := client.NewWorker(wire.WorkerConfig{Setup: sim.SetupHTTP, Scenario: *s, Worker: id, Upstream: upstream, CAPEM: certs.CAPEM},
 			func(e *sim.Event) { lp.emitWorker(id, e) })
 		if err != nil {
 			ln.Close()
@@ -199,7 +200,7 @@ func startGoProxy(lp *labProc, s *sim.Scenario, upstream string, certs *servers.
 		g.srv.Serve(ln)
 	}()
 	mode := fmt.Sprintf("upstream keep-alive: up to %d idle connections per worker, least recently used closed beyond", s.UpstreamKeepalive)
-	if s.Reuse != "upstream-keepalive" {
+	if s.Reuse != sim.ReuseUpstreamKeepalive {
 		mode = "a new upstream connection per request, closed by the proxy"
 	}
 	g.desc = fmt.Sprintf("Go reverse proxy on %s: %d workers (requests in turn), %s", ln.Addr(), s.Workers, mode)
@@ -211,7 +212,7 @@ func (g *goProxy) handle(rw http.ResponseWriter, r *http.Request) {
 	w := g.workers[i]
 	req, _ := strconv.Atoi(r.Header.Get("X-Connlab-Req"))
 	h := g.pools[i]
-	if w.Scenario().Reuse != "upstream-keepalive" {
+	if w.Scenario().Reuse != sim.ReuseUpstreamKeepalive {
 		h = w.NewHTTPClient()
 	}
 	var body bytes.Buffer

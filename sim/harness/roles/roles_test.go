@@ -15,10 +15,10 @@ func TestSetupsMatchScenarioKey(t *testing.T) {
 	if !ok {
 		t.Fatal("no setup key in sim.Scenario")
 	}
-	var want []string
+	var want []sim.Setup
 	for _, v := range p.Enum {
-		if v != "auto" {
-			want = append(want, v)
+		if v != string(sim.SetupAuto) {
+			want = append(want, sim.Setup(v))
 		}
 	}
 	slices.Sort(want)
@@ -29,7 +29,7 @@ func TestSetupsMatchScenarioKey(t *testing.T) {
 		t.Errorf("setup key: default %q, fixed %v; want auto, shown as fixed text", p.Default, p.Fixed)
 	}
 	for _, name := range Setups() {
-		if !strings.Contains(SetupHelp(), "  "+name+": ") {
+		if !strings.Contains(SetupHelp(), "  "+string(name)+": ") {
 			t.Errorf("SetupHelp has no line for %s", name)
 		}
 	}

@@ -35,14 +35,14 @@ type setup struct {
 	ownTLS bool
 }
 
-var setups = map[string]setup{
-	wire.SetupHTTP: {
+var setups = map[sim.Setup]setup{
+	sim.SetupHTTP: {
 		doc: "PHP-like worker processes (real OS processes) whose curl-like clients call an HTTPS or HTTP upstream, resolving its name through the harness's DNS server",
 		run: func(lp *labProc, ctx context.Context, rep *wire.Report, cleanup *[]func()) (*wire.Report, error) {
 			return lp.runWorkers(ctx, rep, cleanup, lp.startHTTP)
 		},
 	},
-	wire.SetupRedis: {
+	sim.SetupRedis: {
 		doc: "worker processes whose go-redis clients (one per request, or a pool per process) call miniredis, or redis-server with --real redis",
 		run: func(lp *labProc, ctx context.Context, rep *wire.Report, cleanup *[]func()) (*wire.Report, error) {
 			return lp.runWorkers(ctx, rep, cleanup, lp.startRedis)
@@ -55,24 +55,24 @@ var setups = map[string]setup{
 			return []string{"go-redis v9 sends HELLO on every new connection before its first command, one round trip: setup_rtts = 1, in the model too"}
 		},
 	},
-	wire.SetupProxy: {
+	sim.SetupProxy: {
 		doc: "a closed-loop load generator calls a reverse proxy (a Go one, or nginx with --real nginx) whose workers call the upstream, with or without upstream keep-alive",
 		run: (*labProc).runProxy,
 	},
-	string(sim.SetupStack): {
+	sim.SetupStack: {
 		doc: "a block's [[tier]] tables on the real programs: a closed-loop Go load → nginx → the article's Flask app under gunicorn (gthread) or Flask's development server → redis-server, with redis-py; calibrated, then measured per hop and per side (the stack role, not a lab process)",
 		run: func(*labProc, context.Context, *wire.Report, *[]func()) (*wire.Report, error) {
 			return nil, fmt.Errorf("setup %q runs in the stack role (harness.RunPlan), not in a lab process", sim.SetupStack)
 		},
 	},
-	wire.SetupPHP: {
+	sim.SetupPHP: {
 		doc:      "the lab's own PHP scripts (script = \"...\" in the block, from the folder named after the lab) on PHP 8.5 compiled to WebAssembly (npm's @php-wasm, installed by make php), one runtime per worker process (node sim/phpwasm/node/driver.mjs): a request is one PHP request, pm.max_requests replaces a worker's runtime, CLI mode runs each request in a fresh one. Long timers are divided by 10, not 100: libcurl takes its DNS cache timeout and idle age in whole seconds. What a TLS handshake and a call cost PHP in WebAssembly is measured before each run and given to the model (handshake_cpu, client_cpu). Without Node.js or the package, the http setup's Go workers stand in, and the output says so",
 		run:      (*labProc).runPHP,
 		adjust:   curlTimers,
 		compress: PHPCompress,
 		ownTLS:   true,
 	},
-	wire.SetupPHPNative: {
+	sim.SetupPHPNative: {
 		doc:      "the same scripts on the php on PATH (Debian's PHP 8.2 with its libcurl and OpenSSL), one php -S process per worker behind the same driver; the API's name is given its address (CURLOPT_RESOLVE). Not run where no php with the curl extension is installed",
 		run:      (*labProc).runPHP,
 		adjust:   curlTimers,
@@ -121,7 +121,7 @@ func curlTimers(s *sim.Scenario) []string {
 	// no "SSL re-using session ID"), though openssl s_client resumes there
 	// and curl resumes with openssl s_server. The cause is not found; the
 	// run is made of what happens.
-	if s.TLSResume && s.TLS == "1.2" {
+	if s.TLSResume && s.TLS == sim.TLS12 {
 		notes = append(notes, "tls_resume true→false: libcurl makes a full TLS 1.2 handshake on every new connection to this upstream")
 		s.TLSResume = false
 	}
@@ -133,7 +133,7 @@ func curlTimers(s *sim.Scenario) []string {
 
 // Compress is the factor setup divides long timers by when the run names
 // none.
-func Compress(setupName string) float64 {
+func Compress(setupName sim.Setup) float64 {
 	if st, ok := setups[setupName]; ok && st.compress > 0 {
 		return st.compress
 	}
@@ -141,8 +141,8 @@ func Compress(setupName string) float64 {
 }
 
 // Setups lists the setups there are, sorted.
-func Setups() []string {
-	names := make([]string, 0, len(setups))
+func Setups() []sim.Setup {
+	names := make([]sim.Setup, 0, len(setups))
 	for name := range setups {
 		names = append(names, name)
 	}
@@ -154,7 +154,7 @@ func Setups() []string {
 func SetupHelp() string {
 	var b strings.Builder
 	for _, name := range Setups() {
-		line := "  " + name + ":"
+		line := "  " + string(name) + ":"
 		for _, word := range strings.Fields(setups[name].doc + ".") {
 			if len(line)+1+len(word) > 80 {
 				b.WriteString(line + "\n")
@@ -171,7 +171,7 @@ func SetupHelp() string {
 
 // Adjust changes s where setup's real clients do what s does not say (see
 // setup.adjust), and returns a note for each change.
-func Adjust(setupName string, s *sim.Scenario) []string {
+func Adjust(setupName sim.Setup, s *sim.Scenario) []string {
 	if st, ok := setups[setupName]; ok && st.adjust != nil {
 		return st.adjust(s)
 	}

@@ -103,10 +103,10 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 func warmUp(cfg wire.WorkerConfig) error {
 	s := cfg.Scenario
 	s.RTT, s.DNS, s.ServerTime, s.ServerConnTime, s.AppTime = 0, 0, 0, 0, 0
-	s.KeepaliveTimeout, s.Reuse = 0, "request"
+	s.KeepaliveTimeout, s.Reuse = 0, sim.ReuseRequest
 	wc := wire.WorkerConfig{Setup: cfg.Setup, Scenario: s, Worker: cfg.Worker, CAPEM: cfg.Warm.CAPEM}
 	switch cfg.Setup {
-	case wire.SetupHTTP:
+	case sim.SetupHTTP:
 		up, err := servers.StartUpstream("", servers.ConfigFor(&s, 0, servers.OwnClients), cfg.Warm, nil)
 		if err != nil {
 			return err
@@ -121,7 +121,7 @@ func warmUp(cfg wire.WorkerConfig) error {
 			defer d.Close()
 			wc.DNS = d.Addr
 		}
-	case wire.SetupRedis:
+	case sim.SetupRedis:
 		r, err := servers.StartRedis(false, 0, "")
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func warmUp(cfg wire.WorkerConfig) error {
 		return err
 	}
 	for i := range 3 {
-		if cfg.Setup == wire.SetupRedis {
+		if cfg.Setup == sim.SetupRedis {
 			w.Serve(context.Background(), i+1)
 			continue
 		}

@@ -41,7 +41,7 @@ func StartNginx(bin string, s *sim.Scenario, upstream, dir string) (*Nginx, erro
 	n := &Nginx{dir: dir, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	upstreamBlock := fmt.Sprintf("    upstream app {\n        server %s;\n", upstream)
 	location := "            proxy_pass http://app;\n"
-	if s.Reuse == "upstream-keepalive" {
+	if s.Reuse == sim.ReuseUpstreamKeepalive {
 		// The model has the server close idle connections; nginx's own
 		// upstream keepalive_timeout is left long so only the server does.
 		// Likewise for keepalive_requests: the model's is the server's.
@@ -92,7 +92,7 @@ http {
 	}
 	ver, _ := exec.Command(bin, "-v").CombinedOutput()
 	mode := fmt.Sprintf("keepalive %d, proxy_http_version 1.1, Connection \"\"", s.UpstreamKeepalive)
-	if s.Reuse != "upstream-keepalive" {
+	if s.Reuse != sim.ReuseUpstreamKeepalive {
 		mode = "no upstream keep-alive (HTTP/1.0, Connection: close)"
 	}
 	n.Desc = fmt.Sprintf("%s on %s: worker_processes %d, %s", strings.TrimSpace(strings.TrimPrefix(string(ver), "nginx version: ")), n.Addr, s.Workers, mode)

@@ -6,6 +6,7 @@ package servers
 
 import (
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/pki"
 )
 
 // Servers are an upstream and a DNS server started for clients the harness
@@ -25,7 +26,7 @@ func StartServers(addr, dnsAddr string, s sim.Scenario) (*Servers, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	certs, err := SharedCerts()
+	certs, err := pki.Shared()
 	if err != nil {
 		return nil, err
 	}

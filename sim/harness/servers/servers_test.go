@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/pki"
 )
 
 // TestLoopbackOnly: the servers listen on loopback only.
@@ -26,7 +27,7 @@ func TestLoopbackOnly(t *testing.T) {
 // round trip per window, as the model's transferRounds says; after idling
 // longer than RTT + 200 ms the window restarts.
 func TestSlowStart(t *testing.T) {
-	certs, err := SharedCerts()
+	certs, err := pki.Shared()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/netem"
+	"github.com/connlab/connlab/sim/harness/pki"
 )
 
 // UpstreamConfig is the upstream server's behaviour, from the scenario.
@@ -104,10 +105,10 @@ type Upstream struct {
 
 // StartUpstream listens on addr ("" for 127.0.0.1 and a port the kernel
 // picks) and serves until Close.
-func StartUpstream(addr string, cfg UpstreamConfig, certs *Certs, emit func(*sim.Event)) (*Upstream, error) {
+func StartUpstream(addr string, cfg UpstreamConfig, certs *pki.Certs, emit func(*sim.Event)) (*Upstream, error) {
 	u := &Upstream{cfg: cfg, emit: emit, rng: rand.New(rand.NewPCG(cfg.Seed, 7))}
 	if cfg.TLS != sim.TLSNone {
-		cert, err := certs.serverCert(cfg.Cert)
+		cert, err := certs.ServerCert(cfg.Cert)
 		if err != nil {
 			return nil, err
 		}

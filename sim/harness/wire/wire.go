@@ -64,17 +64,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/harness/servers"
-)
-
-// Setups a variant can run on for real (the scenario's setup key, once
-// "auto" is resolved).
-const (
-	SetupHTTP      = "http"
-	SetupRedis     = "redis"
-	SetupProxy     = "proxy"
-	SetupPHP       = "php"
-	SetupPHPNative = "php-native"
+	"github.com/connlab/connlab/sim/harness/pki"
 )
 
 // Msg is one line between the harness's processes: one message (Done
@@ -123,15 +113,15 @@ type Job struct {
 // LabJob is what a lab process is asked to run: one variant, already
 // scaled.
 type LabJob struct {
-	Block         string        `json:"block"`
-	Variant       string        `json:"variant"`
-	Setup         string        `json:"setup"`
-	Scenario      sim.Scenario  `json:"scenario"`
-	Seed          uint64        `json:"seed"`
-	Certs         servers.Certs `json:"certs"`
-	Isolated      bool          `json:"isolated"`
-	KernelTWReuse int           `json:"kernel_tw_reuse"`
-	Real          []string      `json:"real,omitempty"`
+	Block         string       `json:"block"`
+	Variant       string       `json:"variant"`
+	Setup         sim.Setup    `json:"setup"`
+	Scenario      sim.Scenario `json:"scenario"`
+	Seed          uint64       `json:"seed"`
+	Certs         pki.Certs    `json:"certs"`
+	Isolated      bool         `json:"isolated"`
+	KernelTWReuse int          `json:"kernel_tw_reuse"`
+	Real          []string     `json:"real,omitempty"`
 	// Dir is a folder the parent made for this lab process and removes
 	// after it, however it ends: the servers' files (nginx's prefix,
 	// redis-server's folder) go there.
@@ -198,7 +188,7 @@ type Report struct {
 
 // WorkerConfig is what a worker process is told when it starts.
 type WorkerConfig struct {
-	Setup    string       `json:"setup"`
+	Setup    sim.Setup    `json:"setup"`
 	Scenario sim.Scenario `json:"scenario"`
 	Worker   int          `json:"worker"` // 1-based
 	Upstream string       `json:"upstream,omitempty"`
@@ -207,7 +197,7 @@ type WorkerConfig struct {
 	CAPEM    []byte       `json:"ca,omitempty"`
 	// Warm, the harness's certificates, asks the worker to warm its code up
 	// before it says it is ready.
-	Warm *servers.Certs `json:"warm,omitempty"`
+	Warm *pki.Certs `json:"warm,omitempty"`
 	// Nice: the process was started at the lowest CPU priority and takes
 	// the highest when ready, so that a worker replacing one during the run
 	// (pm.max_requests, CLI mode) starts up behind the requests in flight

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/harness/servers"
+	"github.com/connlab/connlab/sim/harness/pki"
 )
 
 // fullEvent sets every field of a sim.Event to a non-zero value of its
@@ -134,8 +134,8 @@ func TestMessageKeys(t *testing.T) {
 // keys, and the scenario in it to Go field names with durations in
 // nanoseconds.
 func TestWorkerConfigKeys(t *testing.T) {
-	cfg := WorkerConfig{Setup: SetupHTTP, Scenario: sim.Default(), Worker: 1, Upstream: "127.0.0.1:1", DNS: "127.0.0.1:2",
-		Redis: "127.0.0.1:3", CAPEM: []byte("ca"), Warm: &servers.Certs{CAPEM: []byte("ca")}, Nice: true}
+	cfg := WorkerConfig{Setup: sim.SetupHTTP, Scenario: sim.Default(), Worker: 1, Upstream: "127.0.0.1:1", DNS: "127.0.0.1:2",
+		Redis: "127.0.0.1:3", CAPEM: []byte("ca"), Warm: &pki.Certs{CAPEM: []byte("ca")}, Nice: true}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(marshal(t, cfg)), &doc); err != nil {
 		t.Fatal(err)

@@ -207,7 +207,7 @@ class TCPPeer extends EventEmitter {
     this.lastSend = performance.now();
     // A TLS 1.2 alert record (content type 21) is how libcurl ends a
     // connection: close_notify, then close() at once. In WebAssembly the
-    // runtime frees the connection's TLS objects in between, 5-30 ms, with
+    // runtime frees the connection's TLS objects in between, for some ms, with
     // the event loop (and so the FIN) held up: the server read the alert
     // first, closed first and held the TIME_WAIT that the client holds
     // (one connection in ten). The alert is held back and leaves with the
@@ -358,7 +358,7 @@ async function newRuntime() {
   // php-wasm runs OPcache from a file cache only, with PHP's default
   // file_update_protection of 2 s: a script written less than 2 s ago is
   // compiled on every request and not cached, and the first request after
-  // that optimises and stores it (100-250 ms of CPU here). PHP-FPM's
+  // that optimises and stores it (much CPU). PHP-FPM's
   // workers find their scripts long since cached; so does this one: no
   // protection, and the lab's scripts are compiled before ready.
   const ini = '/internal/shared/php.ini';
@@ -375,8 +375,8 @@ async function newRuntime() {
 // worker's own runtime, before the worker says it is ready. V8 compiles
 // PHP's WebAssembly lazily and optimises it as it runs, and the runtime's
 // OpenSSL and curl set themselves up on first use, so a fresh process's
-// first calls are many times slower than a warm worker's (a first call
-// took 1.2 s): a PHP-FPM worker has served other requests before. The
+// first calls are many times slower than a warm worker's:
+// a PHP-FPM worker has served other requests before. The
 // calls use plain curl handles, which die with their request, and the
 // name's address (CURLOPT_RESOLVE): no connection, TLS session or DNS
 // answer is left for the run. They go to php.warm_upstream (the harness's
@@ -652,8 +652,8 @@ function closeAll() {
 
 // settle waits until this process has stopped using the CPU: V8 keeps
 // optimising the runtime's WebAssembly in background threads after the
-// warm-up, and four workers doing so at once made the first calls of a
-// run 3x slower. Ready means idle (under 5% of a CPU for 200 ms), or 30 s.
+// warm-up, and four workers doing so at once slow the first calls of a
+// run down. Ready means idle (under 5% of a CPU for 200 ms), or 30 s.
 async function settle() {
   const t0 = performance.now();
   for (;;) {

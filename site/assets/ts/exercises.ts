@@ -18,6 +18,7 @@
 // only in class mode or for a seed.
 import { host, model } from "./model/client";
 import { parseNumber } from "./sim/helpers";
+import { keep, loadKept } from "./kept";
 
 interface Scenario {
   lab?: string;
@@ -144,25 +145,8 @@ interface Progress {
 
 const STORE = "connlab:exercises:v1";
 
-function loadAll(): Record<string, Progress> {
-  try {
-    const v = JSON.parse(localStorage.getItem(STORE) || "{}");
-    return v && typeof v === "object" ? v : {};
-  } catch {
-    return {};
-  }
-}
-
-function saveOne(key: string, p: Progress | null): void {
-  try {
-    const all = loadAll();
-    if (p) all[key] = p;
-    else delete all[key];
-    localStorage.setItem(STORE, JSON.stringify(all));
-  } catch {
-    /* private mode or full: progress is not kept */
-  }
-}
+const loadAll = () => loadKept<Progress>(STORE);
+const saveOne = (key: string, p: Progress | null) => keep(STORE, key, p);
 
 // ---------------------------------------------------------------------------
 // One exercise.

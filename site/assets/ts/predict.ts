@@ -7,6 +7,8 @@
 // (BlockResult.predict), with the explanation. The reader's prediction is
 // kept in this browser (localStorage), so the page does not ask again.
 
+import { keep, loadKept } from "./kept";
+
 interface Answer { value: number; tolerance?: number; choice?: number }
 
 interface Data {
@@ -19,25 +21,8 @@ interface Kept { skipped?: boolean; value?: string }
 
 const STORE = "connlab:predict:v1";
 
-function loadKept(): Record<string, Kept> {
-  try {
-    const v = JSON.parse(localStorage.getItem(STORE) || "{}");
-    return v && typeof v === "object" ? v : {};
-  } catch {
-    return {};
-  }
-}
-
-function keep(key: string, k: Kept | null): void {
-  try {
-    const all = loadKept();
-    if (k) all[key] = k;
-    else delete all[key];
-    localStorage.setItem(STORE, JSON.stringify(all));
-  } catch {
-    /* private mode: not kept */
-  }
-}
+const loadPredictions = () => loadKept<Kept>(STORE);
+const keepPrediction = (key: string, k: Kept | null) => keep(STORE, key, k);
 
 function fill(s: string, vars: Record<string, string>): string {
   for (const k in vars) s = s.split("{" + k + "}").join(vars[k]);
@@ -95,7 +80,7 @@ class Prediction {
       const d = (e as CustomEvent).detail || {};
       if (d.block === this.d.block && this.fig.dataset.predict === "pending") this.reveal({ skipped: true }, false);
     });
-    const kept = loadKept()[this.key];
+    const kept = loadPredictions()[this.key];
     if (kept) this.reveal(kept, false);
     // A link that sets this block's parameters (Copy link) opens it shown.
     else if ([...new URLSearchParams(location.search).keys()].some((k) => k.startsWith(this.d.block + "."))) this.reveal({ skipped: true }, false);
@@ -135,7 +120,7 @@ class Prediction {
   // the block's widget for a run of the block as written.
   private reveal(k: Kept, run: boolean): void {
     const d = this.d, S = d.strings, a = d.answer;
-    keep(this.key, k);
+    keepPrediction(this.key, k);
     this.fig.dataset.predict = "done";
     this.result.replaceChildren();
     const line = document.createElement("span");
@@ -173,7 +158,7 @@ class Prediction {
     again.className = "pr-again";
     again.textContent = S.again;
     again.addEventListener("click", () => {
-      keep(this.key, null);
+      keepPrediction(this.key, null);
       this.box.querySelector(".pr-why")?.remove();
       again.remove();
       this.result.replaceChildren();
