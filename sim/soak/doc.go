@@ -2,5 +2,6 @@
 // runs and real validations through one server process, whose resources
 // (memory, open files, goroutines, child processes, network namespaces,
 // temporary folders) must return to where they were. It runs with
-// CONNLAB_SOAK=1, in make test's last stage beside the real-server tests.
+// CONNLAB_SOAK=1 (.ci/run sets it), in make test's last stage beside the
+// real-server tests.
 package soak

@@ -70,7 +70,7 @@ func count(name string, def int) int {
 // CONNLAB_SOAK_MODEL and CONNLAB_SOAK_REAL change the counts.
 func TestSoak(t *testing.T) {
 	if os.Getenv("CONNLAB_SOAK") != "1" {
-		t.Skip("the soak test runs with CONNLAB_SOAK=1 (make test sets it)")
+		t.Skip("the soak test runs with CONNLAB_SOAK=1 (.ci/run sets it)")
 	}
 	models, reals := count("CONNLAB_SOAK_MODEL", 1000), count("CONNLAB_SOAK_REAL", 100)
 	// Orphans of the server's processes are reparented to this test, so a
