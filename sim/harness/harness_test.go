@@ -377,7 +377,12 @@ func isPHPBlock(t *testing.T, b *lab.Block) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Contains(p.Setup, "php")
+	for _, vp := range p.Variants {
+		if vp.Setup == SetupPHP || vp.Setup == SetupPHPNative {
+			return true
+		}
+	}
+	return false
 }
 
 // TestValidateLabs runs every block of every lab at the lab's own
