@@ -378,8 +378,11 @@ async function newRuntime() {
 // first calls are many times slower than a warm worker's:
 // a PHP-FPM worker has served other requests before. The
 // calls use plain curl handles, which die with their request, and the
-// name's address (CURLOPT_RESOLVE): no connection, TLS session or DNS
-// answer is left for the run. They go to php.warm_upstream (the harness's
+// name's address (CURLOPT_RESOLVE), except the first four when the run
+// has a DNS server: those look the name up with no DNS cache, because a
+// first lookup on a cold path (libcurl's resolver, our getaddrinfo, the DNS
+// thread) took 1.2-1.3 ms more than a warm one. No connection, TLS session
+// or DNS answer is left for the run. They go to php.warm_upstream (the harness's
 // server for this scenario, without delay or work) or else to a private
 // Node TLS server of this process, and they measure what this client costs
 // on top of the network: opening a TCP connection (curl's connect less
@@ -426,7 +429,9 @@ async function warmCalls(w, rounds) {
 for ($i = 0; $i < 16; $i++) {
     $ch = curl_init('${tls ? 'https' : 'http'}://${apiHost}:${target.port}/');
     curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => '/connlab/warm-ca.pem',
-        CURLOPT_RESOLVE => ['${apiHost}:${target.port}:127.0.0.1'], CURLOPT_SSL_SESSIONID_CACHE => false]);
+        CURLOPT_SSL_SESSIONID_CACHE => false]);
+    if ($i >= ${cfg.dns ? 4 : 0}) curl_setopt($ch, CURLOPT_RESOLVE, ['${apiHost}:${target.port}:127.0.0.1']);
+    else curl_setopt($ch, CURLOPT_DNS_CACHE_TIMEOUT, 0);
     curl_exec($ch);
     $co = curl_getinfo($ch, CURLINFO_CONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_NAMELOOKUP_TIME_T);
     $hs = curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T);
