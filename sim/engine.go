@@ -256,8 +256,28 @@ func (m *model) run(ctx context.Context) error {
 	if m.stopAt >= 0 && m.s.Linger > 0 {
 		m.now = m.stopAt
 	}
+	m.countClosesUnderWay()
 	m.sample()
 	return ctx.Err()
+}
+
+// countClosesUnderWay counts in the server's TIME_WAIT peak the closes under
+// way when the run ends: a server's FIN on its way to an idle connection of
+// a pool, which drops the connection when it arrives, so that the server's
+// socket enters TIME_WAIT. A real run's last reading waits for them too.
+// (Where the client notices only on its next use, as curl does, the
+// server's socket waits in FIN_WAIT2 instead.)
+func (m *model) countClosesUnderWay() {
+	if m.policy != polPool && m.policy != polUpstream {
+		return
+	}
+	n := 0
+	for i := range m.conns {
+		if c := &m.conns[i]; c.srvClosed && c.state == connIdle {
+			n++
+		}
+	}
+	m.twPeak[sideServer] = max(m.twPeak[sideServer], m.twN[sideServer]+n)
 }
 
 func (m *model) result() *Result {

@@ -761,3 +761,37 @@ func TestClientCPU(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseUnderWayAtEnd: a server's FIN still on its way to a pool's idle
+// connection when the last answer arrives becomes a server TIME_WAIT half a
+// round trip later; the peak counts it, as a real run's last reading waits
+// for closes under way. The FIN of a client that notices only on its next
+// use (reuse = process, as curl) leaves no TIME_WAIT.
+func TestCloseUnderWayAtEnd(t *testing.T) {
+	s := base()
+	s.Reuse = "pool"
+	s.TLS = TLSNone
+	s.DNS = 0
+	s.RTT = 100 * ms
+	s.ServerTime = 0
+	s.Load = LoadOpen
+	s.Arrival = "uniform"
+	s.Rate = 10 // requests at 0 and 100 ms, on two connections
+	s.Requests = 2
+	s.Threads = 0
+	// The first connection's last answer leaves the server at 150 ms; idle
+	// 110 ms, it is closed at 260 ms; its FIN would reach the client at
+	// 310 ms, after the second call's answer at 300 ms.
+	s.KeepaliveTimeout = 110 * ms
+	res, evs := run(t, s)
+	if res.Summary.Connects != 2 || count(evs, KindClose, "server", "idle-timeout") != 1 {
+		t.Fatalf("want two connections and one idle-timeout close: %+v", res.Summary)
+	}
+	if count(evs, KindTimeWait, "server", "") != 0 || res.Summary.ServerTimeWaitPeak != 1 {
+		t.Errorf("server TIME_WAIT: %d events, peak %d; want the close under way counted in the peak only", count(evs, KindTimeWait, "server", ""), res.Summary.ServerTimeWaitPeak)
+	}
+	s.Reuse = "process"
+	if res, _ := run(t, s); res.Summary.ServerTimeWaitPeak != 0 {
+		t.Errorf("reuse = process: server TIME_WAIT peak %d, want 0 (curl notices the FIN on its next use)", res.Summary.ServerTimeWaitPeak)
+	}
+}

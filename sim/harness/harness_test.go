@@ -334,11 +334,6 @@ var knownDisagreements = map[string]string{
 	// (wake-up and write latency the model does not price), which matters
 	// most when the pool is full.
 	"full/error/errors": "the real pool is full more often than the model's (calls hold connections a little longer)",
-	// At 100 ms of RTT the server-side TIME_WAIT peak was 20 against the
-	// model's 7 (3 for the slower variant): the connections the server
-	// closes on its compressed keep-alive timeout after the short run.
-	"little/base/server_time_wait_peak":   "the server closes more idle pool connections at the end of a short run at 100 ms of RTT than the model",
-	"little/slower/server_time_wait_peak": "as little/base",
 }
 
 func knownDisagreement(block, variant, count string) string {
