@@ -28,15 +28,17 @@ func validateCommand() *command {
 	return &command{
 		name:    "validate",
 		summary: "run a lab's blocks in the model and on real loopback servers, and compare them phase by phase",
-		usage:   "[--json] [--record] [--block ID] [--variant NAME]... [--real nginx,redis] [--set key=value]... [--tolerance 5%,0.5ms] FILE",
+		usage:   "[--json] [--record] [--block ID] [--variant NAME]... [--real nginx,redis|none] [--set key=value]... [--tolerance 5%,0.5ms] FILE",
 		example: `  sim validate labs/php-persistent-share.md
   sim validate --block across-requests --set rtt=50ms labs/php-persistent-share.md
-  sim validate --real nginx,redis labs/nginx-keepalive.md
+  sim validate --real none labs/nginx-keepalive.md   (the Go proxy instead of nginx)
   sim validate --json --block exhaust labs/port-exhaustion.md | jq '.blocks[].variants[] | {name, ok}'
 
 Every variant runs twice with the same parameters: in the model (virtual
 time) and on real servers on 127.0.0.1 (TLS, DNS, Redis, a proxy, worker
-processes, the kernel's own TIME_WAIT in a private network namespace). Each
+processes, the kernel's own TIME_WAIT in a private network namespace):
+nginx and redis-server where they are installed, else (or with --real none)
+a Go proxy and miniredis, and each variant says which ran (real:). Each
 of curl's phases must have its measured median within the tolerance of the
 model's, and the connection counts must be equal; the exit status is 1 when
 one is not. A variant outside tolerance is run once more (--retries), since
@@ -97,7 +99,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	var variants, sets multiFlag
 	fs.Var(&variants, "variant", "validate only this variant (repeatable)")
 	fs.Var(&sets, "set", "override a scenario `key=value` in every variant (repeatable; sim params lists the keys)")
-	real := fs.String("real", "", "use the real programs, when installed: `nginx,redis` (default: a Go proxy and miniredis)")
+	real := fs.String("real", "nginx,redis", "the real programs to use where installed, `nginx,redis`; none: the stand-ins (a Go proxy, miniredis), which also run where a program is missing")
 	seed := fs.Uint64("seed", 1, "random seed, shared by the model and the real load generator")
 	tolFlag := fs.String("tolerance", "5%,0.5ms", "a phase's median may differ from the model's by the larger of a percentage and a duration")
 	retries := fs.Int("retries", 1, "run a variant outside tolerance again this many times")
@@ -119,15 +121,9 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return usageError{"--tolerance: " + err.Error()}
 	}
-	var realParts []string
-	for _, r := range strings.Split(*real, ",") {
-		switch r = strings.TrimSpace(r); r {
-		case "":
-		case "nginx", "redis":
-			realParts = append(realParts, r)
-		default:
-			return usageError{fmt.Sprintf("--real: want nginx and/or redis, got %q", r)}
-		}
+	realParts, err := parseReal(*real)
+	if err != nil {
+		return err
 	}
 	switch {
 	case *retries < 0 || *retries > 10:
@@ -423,4 +419,23 @@ func compact(v any) string {
 		return "[" + listInts(l, 12) + "]"
 	}
 	return fmt.Sprint(v)
+}
+
+// parseReal reads --real: the real programs to use where installed
+// (nginx, redis), or none for the stand-ins.
+func parseReal(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "none" {
+		return nil, nil
+	}
+	var parts []string
+	for _, r := range strings.Split(v, ",") {
+		switch r = strings.TrimSpace(r); r {
+		case "":
+		case "nginx", "redis":
+			parts = append(parts, r)
+		default:
+			return nil, usageError{fmt.Sprintf("--real: want nginx and/or redis, or none, got %q", r)}
+		}
+	}
+	return parts, nil
 }

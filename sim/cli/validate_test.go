@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,7 @@ func TestValidateErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"validate", "--real", "apache", lab}, "--real: want nginx and/or redis"},
+		{[]string{"validate", "--real", "apache", lab}, "--real: want nginx and/or redis, or none"},
 		{[]string{"validate", "--tolerance", "five", lab}, "--tolerance"},
 		{[]string{"validate", "--block", "nope", lab}, `no block with id "nope"`},
 		{[]string{"validate", "--variant", "nope", lab}, `no variant "nope"`},
@@ -179,5 +180,22 @@ func TestValidateInterrupted(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v to stop", d)
+	}
+}
+
+// TestParseReal: the real programs are sim validate's default where
+// installed; none asks for the stand-ins.
+func TestParseReal(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{{"nginx,redis", []string{"nginx", "redis"}}, {"redis", []string{"redis"}}, {"none", nil}, {" none ", nil}, {"", nil}} {
+		got, err := parseReal(c.in)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("parseReal(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	if _, err := parseReal("none,nginx"); err == nil {
+		t.Error("none with a program: want an error")
 	}
 }

@@ -148,7 +148,7 @@ type VariantRun struct {
 var goRuntime = map[string]string{
 	SetupHTTP:  "Go worker processes with curl-like clients (Go's crypto/tls)",
 	SetupRedis: "Go worker processes with go-redis v9",
-	SetupProxy: "a Go load generator and reverse proxy (or nginx with --real nginx)",
+	SetupProxy: "a Go load generator and reverse proxy (nginx when asked for and installed)",
 }
 
 // Run is the outcome of a real run of a block.

@@ -43,7 +43,7 @@ var setups = map[sim.Setup]setup{
 		},
 	},
 	sim.SetupRedis: {
-		doc: "worker processes whose go-redis clients (one per request, or a pool per process) call miniredis, or redis-server with --real redis",
+		doc: "worker processes whose go-redis clients (one per request, or a pool per process) call redis-server (sim validate's default where it is installed), or miniredis with --real none",
 		run: func(lp *labProc, ctx context.Context, rep *wire.Report, cleanup *[]func()) (*wire.Report, error) {
 			return lp.runWorkers(ctx, rep, cleanup, lp.startRedis)
 		},
@@ -56,7 +56,7 @@ var setups = map[sim.Setup]setup{
 		},
 	},
 	sim.SetupProxy: {
-		doc: "a closed-loop load generator calls a reverse proxy (a Go one, or nginx with --real nginx) whose workers call the upstream, with or without upstream keep-alive",
+		doc: "a closed-loop load generator calls a reverse proxy (nginx where it is installed and asked for, as sim validate does by default, or a Go one) whose workers call the upstream, with or without upstream keep-alive",
 		run: (*labProc).runProxy,
 	},
 	sim.SetupStack: {
