@@ -83,7 +83,7 @@ gen: build
 # whole or not at all. WASMCOLD are packages a run does not spend its time
 # in (messages, reflection, reading a lab and its JSON): built without
 # inlining, which there only adds bytes to every reader's download.
-WASMCOLD := fmt reflect github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite
+WASMCOLD := fmt reflect strings github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite
 wasm:
 	@mkdir -p $(WASMDIR)
 	GOOS=js GOARCH=wasm $(GO) build -tags nolabparse -trimpath -ldflags='-s -w' $(foreach p,$(WASMCOLD),-gcflags=$(p)=-l) -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm
