@@ -80,10 +80,13 @@ gen: build
 # WebAssembly (sim/cmd/simwasm), and Go's own loader for it, from the Go
 # that builds it. The tag nolabparse leaves out the Markdown and TOML
 # readers: the page hands the model its labs as data (make data). Written
-# whole or not at all.
+# whole or not at all. WASMCOLD are packages a run does not spend its time
+# in (messages, reflection, reading a lab and its JSON): built without
+# inlining, which there only adds bytes to every reader's download.
+WASMCOLD := fmt reflect strings github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite
 wasm:
 	@mkdir -p $(WASMDIR)
-	GOOS=js GOARCH=wasm $(GO) build -tags nolabparse -trimpath -ldflags='-s -w' -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm
+	GOOS=js GOARCH=wasm $(GO) build -tags nolabparse -trimpath -ldflags='-s -w' $(foreach p,$(WASMCOLD),-gcflags=$(p)=-l) -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm
 	@mv $(WASMDIR)/sim.wasm.tmp $(WASMDIR)/sim.wasm
 	@cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(WASMDIR)/wasm_exec.js.tmp && mv $(WASMDIR)/wasm_exec.js.tmp $(WASMDIR)/wasm_exec.js
 

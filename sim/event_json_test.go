@@ -2,7 +2,10 @@ package sim
 
 import (
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -40,5 +43,34 @@ func TestAppendCompactJSON(t *testing.T) {
 	reused := &events[0]
 	if f, c := len(reused.AppendJSON(nil)), len(reused.AppendCompactJSON(nil)); float64(c) > 0.67*float64(f) {
 		t.Errorf("a reused call: %d bytes compact, %d full", c, f)
+	}
+}
+
+// TestAppendMS: the event's milliseconds are written from the integer
+// microseconds; the bytes are those of strconv's shortest float formatting
+// of float64(µs)/1000, which encoding/json would write for the same value.
+func TestAppendMS(t *testing.T) {
+	want := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d/time.Microsecond)/1000, 'f', -1, 64)
+	}
+	check := func(d time.Duration) {
+		t.Helper()
+		if got := string(appendMS(nil, d)); got != want(d) {
+			t.Fatalf("appendMS(%d ns) = %s, want %s", int64(d), got, want(d))
+		}
+	}
+	for _, us := range []int64{0, 1, 9, 10, 99, 100, 999, 1000, 1001, 1010, 1100, 12345, 999999, 1e6, 123456789,
+		1e15 - 1, 1e15, 1e15 + 1, 1 << 53} {
+		for _, sign := range []int64{1, -1} {
+			check(time.Duration(sign * us * 1000))
+			check(time.Duration(sign*us*1000 + sign*999)) // sub-µs nanoseconds are dropped
+		}
+	}
+	check(math.MinInt64)
+	check(math.MaxInt64)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		check(time.Duration(r.Int64N(2e15) - 1e15 + r.Int64N(1000)))
+		check(time.Duration(r.Int64N(2e9)))
 	}
 }

@@ -210,8 +210,6 @@ func (b *batcher) flush() {
 		return
 	}
 	b.buf = append(b.buf, "]}"...)
-	msg := make([]byte, len(b.buf))
-	copy(msg, b.buf)
 	b.n = 0
-	b.s.Post(msg)
+	b.s.Post(b.buf) // Post copies what it keeps: the buffer is the next batch's
 }

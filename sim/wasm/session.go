@@ -45,7 +45,8 @@ const (
 const YieldEvery = 50 * time.Millisecond
 
 // A Session answers one page's messages. Post receives each reply (one
-// JSON object); Yield, if set, is called now and then during a run and
+// JSON object), valid only during the call: the session reuses its bytes
+// (copy what you keep). Yield, if set, is called now and then during a run and
 // should block briefly so the host's event loop runs.
 type Session struct {
 	Post  func([]byte)
@@ -58,7 +59,7 @@ type Session struct {
 	cache *lab.AnswerCache
 }
 
-// New returns a session that posts replies to post.
+// New returns a session that posts replies to post (see Session.Post).
 func New(post func([]byte), yield func()) *Session {
 	return &Session{Post: post, Yield: yield, labs: map[string]*lab.Lab{}, runs: map[string]context.CancelCauseFunc{}, turn: make(chan struct{}, 1)}
 }

@@ -11,13 +11,18 @@ package main
 import (
 	"syscall/js"
 	"time"
+	"unsafe"
 
 	"github.com/connlab/connlab/sim/wasm"
 )
 
 func main() {
 	post := js.Global().Get("connlabPost")
-	s := wasm.New(func(b []byte) { post.Invoke(string(b)) },
+	s := wasm.New(func(b []byte) {
+		// The JS string is made from b's bytes during the call (Session.Post
+		// lets b be reused after it): no Go copy of each batch of events.
+		post.Invoke(unsafe.String(unsafe.SliceData(b), len(b)))
+	},
 		// A timer hands the event loop to the browser, which delivers
 		// the page's messages (a cancel) before the run goes on.
 		func() { time.Sleep(time.Millisecond) })

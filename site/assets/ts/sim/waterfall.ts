@@ -110,8 +110,8 @@ export class Waterfall {
       call = Math.max(call, c.call);
       conn = Math.max(conn, c.conn);
     }
-    const a = Math.max(ctx.measureText("p50").width, ctx.measureText("#" + req + (call > 1 ? "." + call : "")).width);
-    const b = conn ? ctx.measureText("● c" + conn).width : 0;
+    const a = Math.max(textWidth(ctx, "p50"), textWidth(ctx, "#" + req + (call > 1 ? "." + call : "")));
+    const b = conn ? textWidth(ctx, "● c" + conn) : 0;
     return Math.ceil(4 + a + 8 + b + 8);
   }
 
@@ -149,7 +149,7 @@ export class Waterfall {
     const label = c.error ? "✕" : ms(c.total);
     ctx.textAlign = "left";
     ctx.fillStyle = c.error ? ERROR : INK3;
-    const tw = ctx.measureText(label).width;
+    const tw = textWidth(ctx, label);
     if (end + 4 + tw < w) ctx.fillText(label, end + 4, y);
   }
 
@@ -165,6 +165,21 @@ export class Waterfall {
     }
     this.tip(callTip(c), e);
   }
+}
+
+// textWidth is ctx.measureText(s).width, remembered per font: every
+// drawing measures the same few labels again on each row, and measureText
+// is slow (a font lookup for each call).
+const widths = new Map<string, number>();
+function textWidth(ctx: CanvasRenderingContext2D, s: string): number {
+  const key = ctx.font + "\n" + s;
+  let w = widths.get(key);
+  if (w === undefined) {
+    if (widths.size >= 4096) widths.clear();
+    w = ctx.measureText(s).width;
+    widths.set(key, w);
+  }
+  return w;
 }
 
 // The colour of the mark of a call that opened a connection, in rows too

@@ -389,7 +389,6 @@ export class Widget {
     const tr = await this.transport(mode);
     if (token !== this.token || !tr) return; // a later run took over, or none can run
     this.tr = tr;
-    if (!auto && !fromLink) this.remember();
     this.mode = mode;
     this.real = mode === "real";
     const id = tr.newID(this.block);
@@ -401,21 +400,29 @@ export class Widget {
     this.runId = id;
     this.events = 0;
     this.dropped = 0;
-    this.notes.replaceChildren();
     this.checks = null;
+    // The request goes first: the page's own work below (new panes, the
+    // address) is done while the model or the server computes. Their
+    // answers are handled after this function returns.
+    this.mark("sent");
+    const sent = tr.run(msg, (m) => this.onMessage(m));
+    this.notes.replaceChildren();
     this.setPanes(this.data.variants.map((v) => this.fresh(v.name, v.label, v.settings)));
     this.renderCalls(); // empties the table until this run is done
     this.callsStale = true;
-    this.fig.dataset.state = "running";
-    this.cancelBtn.hidden = false;
-    this.setStatus(this.real ? t("w_running_real") : t("w_running"));
-    this.mark("sent");
-    if (!tr.run(msg, (m) => this.onMessage(m))) {
+    if (!auto && !fromLink) this.remember();
+    if (!sent) {
       this.finish();
       this.setStatus(t("w_lost"), true);
       return;
     }
+    this.fig.dataset.state = "running";
+    this.cancelBtn.hidden = false;
+    this.setStatus(this.real ? t("w_running_real") : t("w_running"));
     this.summaryDirty = true;
+    // A run that is done within the streaming gap is drawn once, done,
+    // without a drawing of its empty panes first.
+    this.lastDraw = performance.now();
     this.schedule();
   }
 
