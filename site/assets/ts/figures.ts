@@ -323,6 +323,7 @@ class Ladder {
     r.rtt = String(sc.rtt);
     r.tls = sc.tls;
     r.handshake = c.handshake;
+    r.marks = marks.map(([name]) => name).join(" ");
     r.total = String(c.total_ms);
     r.packets = String(n);
     r.tcp = String(counts.tcp);
