@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -32,9 +31,8 @@ const (
 
 // chainModel is the state of one run of a chain.
 type chainModel struct {
-	s     Scenario
-	now   time.Duration
-	q     eventQueue
+	s Scenario
+	clock
 	rng   *rand.Rand
 	sink  func(*Event)
 	ev    Event
@@ -53,8 +51,7 @@ type chainModel struct {
 	freeJobs   []int32
 	conns      []cconn
 	freeConns  []int32
-	owners     []cowner
-	freeOwners []int32
+	ownerSlots // the chain uses an owner's idle list, open count and waiters
 	connIDs    int
 	twReuse    bool
 
@@ -64,8 +61,6 @@ type chainModel struct {
 	userSent                         []int
 	nextOpen                         time.Duration
 	tooMany                          bool
-	stopAt                           time.Duration
-	processed                        int64
 
 	// Results.
 	respQ               Quantiles
@@ -185,14 +180,6 @@ type cconn struct {
 	timerAt   time.Duration
 }
 
-// cowner keeps idle connections, most recently used last.
-type cowner struct {
-	idle    []int32
-	open    int
-	waiters ring[int32]
-	alive   bool
-}
-
 func runChain(ctx context.Context, s Scenario, opt Options) (*Result, error) {
 	m := newChain(s, opt)
 	if err := m.run(ctx); err != nil {
@@ -207,8 +194,8 @@ func newChain(s Scenario, opt Options) *chainModel {
 		rng:     rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
 		sink:    opt.Sink,
 		twReuse: s.TWReuse == 1 || (s.TWReuse == 2 && s.Loopback),
-		stopAt:  -1,
 	}
+	m.stopAt = -1
 	n := len(s.Tiers)
 	m.tiers = make([]ctier, n)
 	m.hops = make([]chop, n)
@@ -237,28 +224,14 @@ func newChain(s Scenario, opt Options) *chainModel {
 	return m
 }
 
-func (m *chainModel) schedule(at time.Duration, kind evKind, a, b int32) {
-	if at < m.now {
-		at = m.now
-	}
-	m.q.push(item{at: at, a: a, b: b, kind: kind})
-}
-
 func (m *chainModel) run(ctx context.Context) error {
 	m.startLoad()
 	m.startStalls()
 	m.schedule(m.s.SeriesInterval, ckSample, 0, 0)
-	for m.q.len() > 0 {
-		it := m.q.pop()
-		if m.stopAt >= 0 && it.at > m.stopAt {
+	for {
+		it, ok := m.next(ctx)
+		if !ok {
 			break
-		}
-		m.now = it.at
-		m.processed++
-		if m.processed&0xffff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
 		}
 		switch it.kind {
 		case ckSend:
@@ -283,26 +256,18 @@ func (m *chainModel) run(ctx context.Context) error {
 			m.besideDone(it.a)
 		case ckSample:
 			m.sample()
-			if m.stopAt < 0 || m.now+m.s.SeriesInterval <= m.stopAt {
-				m.schedule(m.now+m.s.SeriesInterval, ckSample, 0, 0)
-			}
+			m.sampleAgain(m.s.SeriesInterval, ckSample)
 		}
 		if m.tooMany {
-			return fmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
-				ErrTooManyRequests, MaxRunRequests, FormatDuration(m.s.Duration))
+			return errTooMany(&m.s)
 		}
-		if m.stopAt < 0 && m.pending == 0 && m.inFlight == 0 {
-			m.stopAt = m.now + m.s.Linger
-			if m.s.Linger == 0 {
-				break
-			}
+		if m.stopAt < 0 && m.pending == 0 && m.inFlight == 0 && m.loadEnded(m.s.Linger) {
+			break
 		}
 	}
-	if m.stopAt >= 0 && m.s.Linger > 0 {
-		m.now = m.stopAt
-	}
+	err := m.end(ctx, m.s.Linger)
 	m.sample()
-	return ctx.Err()
+	return err
 }
 
 // ---- The load.
@@ -687,21 +652,6 @@ func (m *chainModel) ownerOf(ji int32, h int) int32 {
 		return o
 	}
 	return j.owner
-}
-
-func (m *chainModel) newOwner() int32 {
-	var o int32
-	if n := len(m.freeOwners); n > 0 {
-		o = m.freeOwners[n-1]
-		m.freeOwners = m.freeOwners[:n-1]
-		idle := m.owners[o].idle[:0]
-		m.owners[o] = cowner{idle: idle}
-	} else {
-		m.owners = append(m.owners, cowner{})
-		o = int32(len(m.owners) - 1)
-	}
-	m.owners[o].alive = true
-	return o
 }
 
 // callBegin starts job ji's next call to the next tier.

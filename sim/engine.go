@@ -94,6 +94,72 @@ func (q *eventQueue) pop() item {
 	return it
 }
 
+// clock is the event loop both engines share: the queue, the time, and
+// when the run stops.
+type clock struct {
+	q         eventQueue
+	now       time.Duration
+	stopAt    time.Duration // -1 until the load has ended; then the end of the linger
+	processed int64         // events handled
+}
+
+// schedule queues an event at time at, or now if at has passed.
+func (c *clock) schedule(at time.Duration, kind evKind, a, b int32) {
+	if at < c.now {
+		at = c.now
+	}
+	c.q.push(item{at: at, a: a, b: b, kind: kind})
+}
+
+// next pops the next event and moves the clock to it. It returns false
+// when the run is over: no event is left, the next one comes after the
+// linger, or ctx is done (looked at every 4096 events).
+func (c *clock) next(ctx context.Context) (item, bool) {
+	if c.q.len() == 0 {
+		return item{}, false
+	}
+	it := c.q.pop()
+	if c.stopAt >= 0 && it.at > c.stopAt {
+		return item{}, false
+	}
+	c.now = it.at
+	c.processed++
+	if c.processed&0xfff == 0 && ctx.Err() != nil {
+		return item{}, false
+	}
+	return it, true
+}
+
+// sampleAgain schedules the next time-series sample, unless it falls after
+// the linger.
+func (c *clock) sampleAgain(every time.Duration, kind evKind) {
+	if c.stopAt < 0 || c.now+every <= c.stopAt {
+		c.schedule(c.now+every, kind, 0, 0)
+	}
+}
+
+// loadEnded starts the linger once the load has ended; it reports true
+// when there is none and the loop ends now.
+func (c *clock) loadEnded(linger time.Duration) bool {
+	c.stopAt = c.now + linger
+	return linger == 0
+}
+
+// end moves the clock to the end of the linger, where the last sample is
+// taken. It returns ctx's error: a run stopped by ctx failed.
+func (c *clock) end(ctx context.Context, linger time.Duration) error {
+	if c.stopAt >= 0 && linger > 0 {
+		c.now = c.stopAt
+	}
+	return ctx.Err()
+}
+
+// errTooMany is the error of a run whose load exceeds MaxRunRequests.
+func errTooMany(s *Scenario) error {
+	return fmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
+		ErrTooManyRequests, MaxRunRequests, FormatDuration(s.Duration))
+}
+
 // Options control a run without changing what is modelled.
 type Options struct {
 	// Seed for the random generator; the same seed gives the same run.
@@ -134,9 +200,8 @@ func Run(ctx context.Context, s Scenario, opt Options) (*Result, error) {
 
 // model is the state of one run.
 type model struct {
-	s    Scenario
-	now  time.Duration
-	h    eventQueue
+	s Scenario
+	clock
 	rng  *rand.Rand
 	sink func(*Event)
 	ev   Event
@@ -155,10 +220,8 @@ type model struct {
 	sockets
 	srv server
 
-	series    Series
-	processed int64
-	loadEnd   time.Duration
-	stopAt    time.Duration // -1 until the load has ended
+	series  Series
+	loadEnd time.Duration
 }
 
 func newModel(s Scenario, opt Options) *model {
@@ -169,8 +232,8 @@ func newModel(s Scenario, opt Options) *model {
 		half:     s.RTT / 2,
 		crttHalf: s.ClientRTT / 2,
 		twReuse:  s.TWReuse == 1 || (s.TWReuse == 2 && s.Loopback),
-		stopAt:   -1,
 	}
+	m.stopAt = -1
 	m.policy = policyOf(s.Reuse)
 	for _, set := range s.ShareSets {
 		mask, err := ShareMask(set)
@@ -183,14 +246,6 @@ func newModel(s Scenario, opt Options) *model {
 	m.initWorkers()
 	m.ports.configure(s.PortRange, m.twReuse, opt.Seed)
 	return m
-}
-
-func (m *model) schedule(at time.Duration, kind evKind, a, b int32) {
-	if at < m.now {
-		at = m.now
-	}
-
-	m.h.push(item{at: at, a: a, b: b, kind: kind})
 }
 
 // emit sends the scratch event to the sink and the collector.
@@ -208,17 +263,10 @@ func (m *model) socketEvents() bool { return m.sink != nil }
 func (m *model) run(ctx context.Context) error {
 	m.startLoad()
 	m.schedule(m.s.SeriesInterval, evSample, 0, 0)
-	for m.h.len() > 0 {
-		it := m.h.pop()
-		if m.stopAt >= 0 && it.at > m.stopAt {
+	for {
+		it, ok := m.next(ctx)
+		if !ok {
 			break
-		}
-		m.now = it.at
-		m.processed++
-		if m.processed&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
 		}
 		switch it.kind {
 		case evArrive:
@@ -237,28 +285,22 @@ func (m *model) run(ctx context.Context) error {
 			m.timeWaitEnd(it.a, it.b)
 		case evSample:
 			m.sample()
-			if m.stopAt < 0 || m.now+m.s.SeriesInterval <= m.stopAt {
-				m.schedule(m.now+m.s.SeriesInterval, evSample, 0, 0)
-			}
+			m.sampleAgain(m.s.SeriesInterval, evSample)
 		}
 		if m.tooMany {
-			return fmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
-				ErrTooManyRequests, MaxRunRequests, FormatDuration(m.s.Duration))
+			return errTooMany(&m.s)
 		}
 		if m.stopAt < 0 && m.loadDone() {
 			m.loadEnd = m.now
-			m.stopAt = m.now + m.s.Linger
-			if m.s.Linger == 0 {
+			if m.loadEnded(m.s.Linger) {
 				break
 			}
 		}
 	}
-	if m.stopAt >= 0 && m.s.Linger > 0 {
-		m.now = m.stopAt
-	}
+	err := m.end(ctx, m.s.Linger)
 	m.countClosesUnderWay()
 	m.sample()
-	return ctx.Err()
+	return err
 }
 
 // countClosesUnderWay counts in the server's TIME_WAIT peak the closes under

@@ -31,11 +31,10 @@ func policyOf(r Reuse) policy {
 // pools holds every cache owner and connection of the run. Slots are
 // recycled through free lists so a million-call run keeps only what is open.
 type pools struct {
-	owners     []owner
-	freeOwners []int32
-	conns      []conn
-	freeConns  []int32
-	connIDs    int
+	ownerSlots
+	conns     []conn
+	freeConns []int32
+	connIDs   int
 }
 
 // owner is one cache: a curl easy handle or share handle, a pool, or nginx's
@@ -75,7 +74,16 @@ type conn struct {
 	cwnd        int // server's congestion window, in segments
 }
 
-func (m *model) newOwner() int32 {
+// ownerSlots holds the cache owners of a run, both engines', in slots
+// recycled through a free list.
+type ownerSlots struct {
+	owners     []owner
+	freeOwners []int32
+}
+
+// newOwner takes a slot for a new, empty owner, keeping a recycled slot's
+// idle list's memory.
+func (m *ownerSlots) newOwner() int32 {
 	var o int32
 	if n := len(m.freeOwners); n > 0 {
 		o = m.freeOwners[n-1]

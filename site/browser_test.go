@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/server"
@@ -103,24 +104,6 @@ func processesWith(s string) []string {
 	return out
 }
 
-// syncBuffer is an io.Writer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 var serveAddrRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`)
 
 var (
@@ -152,13 +135,13 @@ func simBinary(s *builtSite) (string, error) {
 // over the built site and returns its base URL and what it prints. The
 // cleanup stops it as Ctrl-C does and checks that it said so, exited, and no
 // longer listens.
-func serve(t testing.TB, s *builtSite, extra ...string) (string, *syncBuffer) {
+func serve(t testing.TB, s *builtSite, extra ...string) (string, *testutil.SyncBuffer) {
 	t.Helper()
 	bin, err := simBinary(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--public", s.public,
 		"--labs", filepath.Join(s.root, "labs") + "," + filepath.Join(s.root, "content")}, extra...)
 	cmd := exec.Command(bin, args...)

@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim/cli"
 )
 
@@ -211,7 +212,7 @@ func runBoxUpstream(t *testing.T, cmd, port, dir string) {
 	t.Helper()
 	args := strings.Fields(strings.TrimPrefix(cmd, "go run ./sim/cmd/sim "))
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- cli.Run(ctx, &cli.Env{Stdout: out, Stderr: out}, args) }()
 	t.Cleanup(func() {

@@ -128,6 +128,7 @@ func TestBrowserLadder(t *testing.T) {
 			if f["tls"] != "1.3" || f["tcp"] != "3" || f["tlsFlights"] != "3" || f["total"] != msOf(first.Total) {
 				t.Errorf("the build-time ladder: %v; want TLS 1.3, 3 TCP packets, 3 TLS flights, total %s ms", f, msOf(first.Total))
 			}
+			checkMarks(t, "the build-time ladder", f, first)
 			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simServer === "live"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 				t.Fatal(err)
 			}
@@ -152,11 +153,27 @@ r.value = %q; r.dispatchEvent(new Event("input")); s.value = %q; s.dispatchEvent
 					t.Errorf("rtt %s ms, TLS %s: the ladder shows %v; want total %s ms (the model's), %s TCP packets, %s TLS flights",
 						c.rtt, c.tls, f, msOf(want.Total), c.tcp, c.flights)
 				}
+				checkMarks(t, "rtt "+c.rtt+" ms, TLS "+c.tls, f, want)
 				if c.tls == "1.2" {
 					shoot(t, ctx, s, "#ladder-call", "ladder-"+lang+"-tls12")
 				}
 			}
 		})
+	}
+}
+
+// checkMarks: the ladder marks the end of every phase of sim's table that
+// the call has (a curl time above zero), in order, with curl's name.
+func checkMarks(t *testing.T, what string, f figState, call sim.Event) {
+	t.Helper()
+	var want []string
+	for _, p := range sim.CurlPhases() {
+		if p.Time(&call) > 0 {
+			want = append(want, p.Curl)
+		}
+	}
+	if got := f["marks"]; got != strings.Join(want, " ") {
+		t.Errorf("%s: the ladder marks %q; want %q", what, got, strings.Join(want, " "))
 	}
 }
 

@@ -118,7 +118,7 @@ func exerciseCmd(ctx context.Context, env *Env, args []string) error {
 		printKey(env.Stdout, l, lg, *seed, ins)
 		return nil
 	}
-	t := texts[lg]
+	t := textsIn(lg)
 	q := &quiz{ctx: ctx, env: env, t: t, file: l.File}
 	fmt.Fprintf(env.Stdout, t.intro+"\n", titleOf(l), len(ins), *seed)
 	if *answers != "" {
@@ -200,37 +200,51 @@ type uiText struct {
 	keyPoints, worked                         string
 }
 
-var texts = map[string]uiText{
-	"en": {
-		intro:   "%s — %d exercises (seed %d). Type ? for a hint, show for the answer, skip to move on.",
-		summary: "%d of %d right (%d on the first try).",
-		number:  "number", choice: "choice", explain: "explain",
-		promptNumber: "your answer%s> ", promptChoice: "your choice (1-%d)> ", promptExplain: "your explanation (one line)> ",
-		right: "✓ Right: %s.", wrong: "✗ Not quite%s.", high: ": your answer is too high", low: ": your answer is too low",
-		hint: "  hint: %s", noHint: "  (no more hints: type show for the answer)",
-		answerIs: "  The answer: %s", why: "  Why: %s", seeRun: "  See the run: %s", modelAnswer: "  A model answer: %s",
-		help:    "  Type an answer, ? for a hint, show for the answer, or skip.",
-		skipped: "  skipped", stopped: "\n(stopped: no more input)", bad: "  %v",
-		keyTitle: "Key: %s (%s), seed %d", keyAnswer: "answer", keyScenario: "scenario", keyRun: "run",
-		keyChoices: "choices", keyCorrect: "← right",
-		keyPoints: "  Key points: your explanation names %d of %d (%d needed).",
-		worked:    "Worked example, before the next question: %s",
-	},
-	"ko": {
-		intro:   "%s — 연습 문제 %d개 (시드 %d). 힌트는 ?, 정답은 show, 넘어가려면 skip.",
-		summary: "%[2]d문제 중 %[1]d문제 정답 (첫 시도에 %[3]d문제).",
-		number:  "수치", choice: "선택", explain: "서술",
-		promptNumber: "예측값%s> ", promptChoice: "선택 (1-%d)> ", promptExplain: "설명 (한 줄)> ",
-		right: "✓ 정답: %s.", wrong: "✗ 아닙니다%s.", high: ": 너무 큽니다", low: ": 너무 작습니다",
-		hint: "  힌트: %s", noHint: "  (힌트가 더 없습니다. show를 입력하면 정답이 나옵니다)",
-		answerIs: "  정답: %s", why: "  풀이: %s", seeRun: "  실행해 보기: %s", modelAnswer: "  모범 답안: %s",
-		help:    "  답을 입력하거나, ? (힌트), show (정답), skip (건너뛰기)을 입력하세요.",
-		skipped: "  건너뜀", stopped: "\n(입력이 끝나 멈춤)", bad: "  %v",
-		keyTitle: "정답표: %s (%s), 시드 %d", keyAnswer: "정답", keyScenario: "시나리오", keyRun: "실행",
-		keyChoices: "보기", keyCorrect: "← 정답",
-		keyPoints: "  요점: 설명이 %[2]d개 중 %[1]d개를 짚었습니다 (%[3]d개 필요).",
-		worked:    "다음 문제 전에 풀어 본 예: %s",
-	},
+// textsIn returns the terminal's words in lang (en or ko): each row of the
+// table is one message in both languages.
+func textsIn(lang string) uiText {
+	var t uiText
+	for _, m := range []struct {
+		to     *string
+		en, ko string
+	}{
+		{&t.intro, "%s — %d exercises (seed %d). Type ? for a hint, show for the answer, skip to move on.", "%s — 연습 문제 %d개 (시드 %d). 힌트는 ?, 정답은 show, 넘어가려면 skip."},
+		{&t.summary, "%d of %d right (%d on the first try).", "%[2]d문제 중 %[1]d문제 정답 (첫 시도에 %[3]d문제)."},
+		{&t.number, "number", "수치"},
+		{&t.choice, "choice", "선택"},
+		{&t.explain, "explain", "서술"},
+		{&t.promptNumber, "your answer%s> ", "예측값%s> "},
+		{&t.promptChoice, "your choice (1-%d)> ", "선택 (1-%d)> "},
+		{&t.promptExplain, "your explanation (one line)> ", "설명 (한 줄)> "},
+		{&t.right, "✓ Right: %s.", "✓ 정답: %s."},
+		{&t.wrong, "✗ Not quite%s.", "✗ 아닙니다%s."},
+		{&t.high, ": your answer is too high", ": 너무 큽니다"},
+		{&t.low, ": your answer is too low", ": 너무 작습니다"},
+		{&t.hint, "  hint: %s", "  힌트: %s"},
+		{&t.noHint, "  (no more hints: type show for the answer)", "  (힌트가 더 없습니다. show를 입력하면 정답이 나옵니다)"},
+		{&t.answerIs, "  The answer: %s", "  정답: %s"},
+		{&t.why, "  Why: %s", "  풀이: %s"},
+		{&t.seeRun, "  See the run: %s", "  실행해 보기: %s"},
+		{&t.modelAnswer, "  A model answer: %s", "  모범 답안: %s"},
+		{&t.help, "  Type an answer, ? for a hint, show for the answer, or skip.", "  답을 입력하거나, ? (힌트), show (정답), skip (건너뛰기)을 입력하세요."},
+		{&t.skipped, "  skipped", "  건너뜀"},
+		{&t.stopped, "\n(stopped: no more input)", "\n(입력이 끝나 멈춤)"},
+		{&t.bad, "  %v", "  %v"},
+		{&t.keyTitle, "Key: %s (%s), seed %d", "정답표: %s (%s), 시드 %d"},
+		{&t.keyAnswer, "answer", "정답"},
+		{&t.keyScenario, "scenario", "시나리오"},
+		{&t.keyRun, "run", "실행"},
+		{&t.keyChoices, "choices", "보기"},
+		{&t.keyCorrect, "← right", "← 정답"},
+		{&t.keyPoints, "  Key points: your explanation names %d of %d (%d needed).", "  요점: 설명이 %[2]d개 중 %[1]d개를 짚었습니다 (%[3]d개 필요)."},
+		{&t.worked, "Worked example, before the next question: %s", "다음 문제 전에 풀어 본 예: %s"},
+	} {
+		*m.to = m.en
+		if lang == "ko" {
+			*m.to = m.ko
+		}
+	}
+	return t
 }
 
 // quiz asks exercises on a terminal or from an answers file.
@@ -529,7 +543,7 @@ func answerString(v any) (string, error) {
 }
 
 func printKey(w io.Writer, l *lab.Lab, lang string, seed uint64, ins []*lab.Instance) {
-	t := texts[lang]
+	t := textsIn(lang)
 	fmt.Fprintf(w, t.keyTitle+"\n", titleOf(l), l.File, seed)
 	for i, in := range ins {
 		title := ""

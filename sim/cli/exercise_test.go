@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +275,21 @@ func TestExerciseInterrupted(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the quiz still waits for input after Ctrl-C")
+	}
+}
+
+// Every message of the terminal has its words in both languages: a field
+// added to uiText without a row in textsIn's table would print nothing.
+func TestTextsInBothLanguages(t *testing.T) {
+	for _, lang := range []string{"en", "ko"} {
+		v := reflect.ValueOf(textsIn(lang))
+		for i := 0; i < v.NumField(); i++ {
+			if v.Field(i).String() == "" {
+				t.Errorf("%s: uiText.%s has no text", lang, v.Type().Field(i).Name)
+			}
+		}
+	}
+	if en, ko := textsIn("en"), textsIn("ko"); en.intro == ko.intro || en.keyTitle == ko.keyTitle {
+		t.Error("the Korean texts are the English ones")
 	}
 }

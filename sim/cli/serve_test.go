@@ -12,40 +12,21 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim"
 )
-
-// syncBuffer is a bytes.Buffer safe to write from the server's goroutines
-// while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startServe runs `sim serve args...` until the returned stop is called,
 // which returns the exit status and the output.
 func startServe(t *testing.T, args ...string) (base string, stop func() (int, string, string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}, append([]string{"serve"}, args...))

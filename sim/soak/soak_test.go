@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/connlab/connlab/internal/testutil"
 )
 
 // simBin is a sim binary built without the race detector (what a user
@@ -234,8 +235,8 @@ func startServe(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &lockedWriter{w: &stderr}
+	var stderr testutil.SyncBuffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -275,17 +276,6 @@ func startServe(t *testing.T) *server {
 		t.Fatalf("sim serve printed no address: %s", stderr.String())
 	}
 	return s
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (s *server) dialErr() (*websocket.Conn, error) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/pki"
@@ -55,5 +56,51 @@ func TestEveryReuseIsReal(t *testing.T) {
 	}
 	if _, err := NewWorker(wire.WorkerConfig{Scenario: sim.Scenario{Reuse: "thread"}}, nil); err == nil || !strings.Contains(err.Error(), `reuse "thread"`) {
 		t.Errorf("a worker for an unknown reuse policy: %v", err)
+	}
+}
+
+// Every phase of sim's table is measured by the real HTTP client: a call
+// that looks the name up and opens a new TLS connection reports each one,
+// later than the one before. A phase added to sim fails here until the
+// client measures it. Queue is the wait for a pool's connection, which
+// this call does not have (the pool's calls include it in their phases
+// and do not report it apart).
+func TestEveryPhaseIsMeasured(t *testing.T) {
+	certs, err := pki.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := servers.StartDNS("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := sim.Default()
+	s.RTT, s.DNS, s.ServerTime, s.TLS = 0, 0, 0, sim.TLS13
+	up, err := servers.StartUpstream("", servers.ConfigFor(&s, 0, servers.OwnClients), certs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	w, err := NewWorker(wire.WorkerConfig{Setup: sim.SetupHTTP, Scenario: s, Worker: 1, Upstream: up.Addr(), DNS: d.Addr, CAPEM: certs.CAPEM}, func(*sim.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := w.NewHTTPClient()
+	defer h.CloseIdle("end")
+	e := w.HTTPCall(context.Background(), h, h, h, 1, 1, nil)
+	if e.Error != "" || !e.NewConn {
+		t.Fatalf("the call: %+v", e)
+	}
+	var prev time.Duration
+	for _, p := range sim.Phases() {
+		if p.Key == "queue" {
+			continue
+		}
+		if got := p.Time(e); got <= prev {
+			t.Errorf("%s (Event.%s) = %v, want more than the phase before it (%v)", p.Key, p.EventField, got, prev)
+		} else {
+			prev = got
+		}
 	}
 }

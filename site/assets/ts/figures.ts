@@ -18,6 +18,9 @@
 // TCP's three packets end at time_connect, the last TLS flight at
 // time_appconnect, the first byte of the answer at time_starttransfer.
 
+import { PHASES } from "./sim/schema.gen";
+import type { PhaseJSON, SummaryPhaseJSON } from "./sim/schema.gen";
+
 type Strings = Record<string, string>;
 
 function fill(s: string, vars: Record<string, string | number>): string {
@@ -68,10 +71,22 @@ function ms(v: unknown): number {
 // ---------------------------------------------------------------------------
 // The packet ladder.
 
-interface CallTimes {
-  namelookup_ms: number; connect_ms: number; appconnect_ms: number;
-  starttransfer_ms: number; total_ms: number; new_conn: boolean; handshake: string;
-}
+// CallTimes are one call's curl times (ms, cumulative from its start), one
+// for each phase a Summary holds, and how it got its connection.
+type CallTimes = Record<SummaryPhaseJSON, number> & { new_conn: boolean; handshake: string };
+
+// ladderMarks says, for each phase of sim's table, whether the ladder marks
+// its end on call c. It is a Record over the generated phase keys, so a
+// phase added to sim fails the type check (make tsc) until the ladder says
+// how it draws it. Queue has no curl time and no packet: it is not marked.
+const ladderMarks: Record<PhaseJSON, ((c: CallTimes) => boolean) | null> = {
+  queue_ms: null,
+  namelookup_ms: (c) => c.new_conn && c.namelookup_ms > 0,
+  connect_ms: (c) => c.new_conn,
+  appconnect_ms: (c) => c.new_conn && !!c.handshake,
+  starttransfer_ms: () => true,
+  total_ms: () => true,
+};
 
 interface Scenario { rtt: number; tls: string; closer: string; reuse: string }
 
@@ -218,10 +233,9 @@ class Ladder {
     const sc: Scenario = { rtt: ms(ctl.rtt), tls: String(ctl.tls ?? "1.3"), closer: String(ctl.closer ?? "client"), reuse: String(ctl.reuse ?? "") };
     this.setControls(sc.rtt, sc.tls);
     const hs = sc.tls === "none" ? "" : ctl.early_data === true ? "0-rtt" : "full";
-    this.draw({
-      namelookup_ms: p50("namelookup_ms"), connect_ms: p50("connect_ms"), appconnect_ms: p50("appconnect_ms"),
-      starttransfer_ms: p50("starttransfer_ms"), total_ms: p50("total_ms"), new_conn: p50("connect_ms") > 0, handshake: hs,
-    }, sc);
+    const times = {} as Record<SummaryPhaseJSON, number>;
+    for (const p of PHASES) if (p.summary_field) times[p.json as SummaryPhaseJSON] = p50(p.json);
+    this.draw({ ...times, new_conn: times.connect_ms > 0, handshake: hs }, sc);
     this.root.dataset.state = "ready";
   }
 
@@ -253,10 +267,9 @@ class Ladder {
     root.append(svg("line", { x1: xs, y1: top - 6, x2: xs, y2: top + H + 6, class: "lifeline" }));
     // The phases' ends on the client's side, as curl names them.
     const marks: [string, number][] = [];
-    if (c.new_conn && c.namelookup_ms > 0) marks.push(["time_namelookup", c.namelookup_ms]);
-    if (c.new_conn) marks.push(["time_connect", c.connect_ms]);
-    if (c.new_conn && c.handshake) marks.push(["time_appconnect", c.appconnect_ms]);
-    marks.push(["time_starttransfer", c.starttransfer_ms], ["time_total", c.total_ms]);
+    for (const p of PHASES) {
+      if (p.curl && ladderMarks[p.json as PhaseJSON]?.(c)) marks.push([p.curl, c[p.json as SummaryPhaseJSON]]);
+    }
     let lastY = -99;
     for (const [name, t] of marks) {
       const yy = y(t);
@@ -310,6 +323,7 @@ class Ladder {
     r.rtt = String(sc.rtt);
     r.tls = sc.tls;
     r.handshake = c.handshake;
+    r.marks = marks.map(([name]) => name).join(" ");
     r.total = String(c.total_ms);
     r.packets = String(n);
     r.tcp = String(counts.tcp);
