@@ -229,8 +229,8 @@ func (m *chainModel) run(ctx context.Context) error {
 	m.startStalls()
 	m.schedule(m.s.SeriesInterval, ckSample, 0, 0)
 	for {
-		it, ok := m.next(ctx)
-		if !ok {
+		it, ok := m.next()
+		if !ok || m.cancelled(ctx) {
 			break
 		}
 		switch it.kind {

@@ -51,24 +51,37 @@ type item struct {
 type eventQueue struct {
 	last    uint64
 	buckets [65][]item
-	head    int // next item of bucket 0
-	size    int
+	head    int    // next item of bucket 0
+	stop    int    // clock.next calls settle when head reaches it
+	front   []item // bucket 0 as settle left it: what clock.next reads
 }
-
-func (q *eventQueue) len() int { return q.size }
 
 func (q *eventQueue) push(it item) {
 	b := bits.Len64(uint64(it.at) ^ q.last)
 	q.buckets[b] = append(q.buckets[b], it)
-	q.size++
 }
 
-func (q *eventQueue) pop() item {
-	if q.head == len(q.buckets[0]) {
-		q.buckets[0], q.head = q.buckets[0][:0], 0
+// settle is the slow path of taking an item (clock.next), kept out of the
+// loop's way. Once
+// bucket 0 is consumed it refills it from the first bucket that holds
+// items (false: none does, the queue is empty); when many events fell at
+// one instant it reclaims bucket 0's consumed front. It sets stop, where
+// it must be called again.
+func (q *eventQueue) settle() bool {
+	b0 := q.buckets[0]
+	switch {
+	case q.head < len(b0) && q.head >= 4096 && 2*q.head >= len(b0):
+		n := copy(b0, b0[q.head:])
+		q.buckets[0], q.head = b0[:n], 0
+	case q.head == len(b0):
+		q.buckets[0], q.head = b0[:0], 0
 		i := 1
-		for len(q.buckets[i]) == 0 {
+		for i < len(q.buckets) && len(q.buckets[i]) == 0 {
 			i++
+		}
+		if i == len(q.buckets) {
+			q.front, q.stop = q.buckets[0], 0
+			return false
 		}
 		src := q.buckets[i]
 		minAt := src[0].at
@@ -82,16 +95,10 @@ func (q *eventQueue) pop() item {
 		}
 		q.buckets[i] = src[:0]
 	}
-	b0 := q.buckets[0]
-	it := b0[q.head]
-	q.head++
-	q.size--
-	if q.head >= 4096 && 2*q.head >= len(b0) {
-		// Many events at one instant: reclaim the consumed front.
-		n := copy(b0, b0[q.head:])
-		q.buckets[0], q.head = b0[:n], 0
-	}
-	return it
+	q.front = q.buckets[0]
+	n := len(q.front)
+	q.stop = min(n, max(4096, (n+1)/2))
+	return true
 }
 
 // clock is the event loop both engines share: the queue, the time, and
@@ -111,23 +118,29 @@ func (c *clock) schedule(at time.Duration, kind evKind, a, b int32) {
 	c.q.push(item{at: at, a: a, b: b, kind: kind})
 }
 
-// next pops the next event and moves the clock to it. It returns false
-// when the run is over: no event is left, the next one comes after the
-// linger, or ctx is done (looked at every 4096 events).
-func (c *clock) next(ctx context.Context) (item, bool) {
-	if c.q.len() == 0 {
+// next takes the next event and moves the clock to it. It returns false
+// when the run is over: no event is left, or the next one comes after the
+// linger. The queue's fast path is written here, so that an event costs
+// one call; the loops look at ctx every 4096 events themselves
+// (cancelled).
+func (c *clock) next() (item, bool) {
+	q := &c.q
+	if q.head >= q.stop && !q.settle() {
 		return item{}, false
 	}
-	it := c.q.pop()
+	it := q.front[q.head]
+	q.head++
 	if c.stopAt >= 0 && it.at > c.stopAt {
 		return item{}, false
 	}
 	c.now = it.at
 	c.processed++
-	if c.processed&0xfff == 0 && ctx.Err() != nil {
-		return item{}, false
-	}
 	return it, true
+}
+
+// cancelled reports, every 4096 events, whether ctx is done.
+func (c *clock) cancelled(ctx context.Context) bool {
+	return c.processed&0xfff == 0 && ctx.Err() != nil
 }
 
 // sampleAgain schedules the next time-series sample, unless it falls after
@@ -264,8 +277,8 @@ func (m *model) run(ctx context.Context) error {
 	m.startLoad()
 	m.schedule(m.s.SeriesInterval, evSample, 0, 0)
 	for {
-		it, ok := m.next(ctx)
-		if !ok {
+		it, ok := m.next()
+		if !ok || m.cancelled(ctx) {
 			break
 		}
 		switch it.kind {
