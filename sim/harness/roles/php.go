@@ -109,7 +109,7 @@ func (lp *labProc) runPHP(ctx context.Context, rep *wire.Report, cleanup *[]func
 			if s.TLS == sim.TLSNone {
 				return nil
 			}
-			hs, err := measureNativeHandshake(ctx, job.PHP.Binary, warmUpstream, job.Certs.CAPEM)
+			hs, err := measureNativeHandshake(ctx, job.PHP.Binary, warmUpstream, job.Certs.CAPEM, job.Dir)
 			if err != nil {
 				return err
 			}
@@ -248,15 +248,15 @@ for ($i = 0; $i < 20; $i++) {
 // measureNativeHandshake measures what a full TLS handshake with the Go
 // upstream at addr (a loopback server without delay) costs a native PHP:
 // its libcurl and OpenSSL on the client side, which the Go handshake the
-// lab process measures for its own clients does not price (OpenSSL 3.0's
-// client took about 2 ms more than Go's on the machine where this was
-// found). The median of the last 16 of 20 new connections.
-func measureNativeHandshake(ctx context.Context, php, addr string, caPEM []byte) (time.Duration, error) {
+// lab process measures for its own clients does not price. The median of
+// the last 16 of 20 new connections. The CA file is made in dir (the
+// parent's folder for the run, "": the system's temporary folder).
+func measureNativeHandshake(ctx context.Context, php, addr string, caPEM []byte, dir string) (time.Duration, error) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return 0, fmt.Errorf("harness: measuring native PHP's handshake: %w", err)
 	}
-	f, err := os.CreateTemp("", "connlab-php-ca-*.pem")
+	f, err := os.CreateTemp(dir, "connlab-php-ca-*.pem")
 	if err != nil {
 		return 0, err
 	}
