@@ -26,6 +26,12 @@ type Nginx struct {
 	prog *program
 }
 
+// ConnectPath is a path the reverse proxy (nginx, or the Go one) answers
+// itself with 204 and leaves out of its log: the load generator requests it
+// once per user before the run, so its connections are open when the run
+// starts, as the model has them (it has no client connection setup).
+const ConnectPath = "/connlab-connect"
+
 // StartNginx starts nginx (the program bin) in front of upstream, its
 // prefix made in dir ("": the system's temporary folder).
 func StartNginx(bin string, s *sim.Scenario, upstream, dir string) (*Nginx, error) {
@@ -68,12 +74,16 @@ http {
     keepalive_requests 1000000;
 %[3]s    server {
         listen %[4]s;
+        location = %[6]s {
+            access_log off;
+            return 204;
+        }
         location / {
 %[5]s            add_header X-Connlab-Pid $pid always;
         }
     }
 }
-`, s.Workers, dir, upstreamBlock, n.Addr, location)
+`, s.Workers, dir, upstreamBlock, n.Addr, location, ConnectPath)
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		os.RemoveAll(dir)

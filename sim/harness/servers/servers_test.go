@@ -3,6 +3,8 @@ package servers
 import (
 	"io"
 	"net"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,5 +63,49 @@ func TestSlowStart(t *testing.T) {
 		if d < want-time.Millisecond || d > want+3*time.Millisecond {
 			t.Errorf("%d B took %v, want %d round trips (%v)", c.bytes, d, c.rounds, want)
 		}
+	}
+}
+
+// TestWorkQueueArrivalOrder: requests waiting for the one slot are served
+// in the order they arrived, not in the order their goroutines asked (the
+// scheduler often wakes the last first).
+func TestWorkQueueArrivalOrder(t *testing.T) {
+	q := newWorkQueue(1)
+	base := time.Now().Add(-10 * time.Millisecond)
+	const work = 200 * time.Microsecond
+	first := q.start(base, work)
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := 3; i >= 1; i-- { // ask latest first
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			end := q.start(base.Add(time.Duration(i)*time.Millisecond), work)
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			q.finish(end)
+		}()
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			q.mu.Lock()
+			n := len(q.waiting)
+			q.mu.Unlock()
+			if n == 4-i {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("request %d never waited", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	q.finish(first)
+	wg.Wait()
+	if !slices.Equal(order, []int{1, 2, 3}) {
+		t.Errorf("served in the order %v, want the arrival order [1 2 3]", order)
+	}
+	if len(q.waiting) != 0 || q.busy != 0 {
+		t.Errorf("after all: %d waiting, %d busy", len(q.waiting), q.busy)
 	}
 }
