@@ -437,5 +437,8 @@ func parseReal(v string) ([]string, error) {
 			return nil, usageError{fmt.Sprintf("--real: want nginx and/or redis, or none, got %q", r)}
 		}
 	}
+	if len(parts) == 0 {
+		return nil, usageError{"--real: want nginx and/or redis, or none, got nothing"}
+	}
 	return parts, nil
 }

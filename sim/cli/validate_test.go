@@ -189,13 +189,15 @@ func TestParseReal(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		want []string
-	}{{"nginx,redis", []string{"nginx", "redis"}}, {"redis", []string{"redis"}}, {"none", nil}, {" none ", nil}, {"", nil}} {
+	}{{"nginx,redis", []string{"nginx", "redis"}}, {"redis", []string{"redis"}}, {"none", nil}, {" none ", nil}, {" nginx, ", []string{"nginx"}}} {
 		got, err := parseReal(c.in)
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("parseReal(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	if _, err := parseReal("none,nginx"); err == nil {
-		t.Error("none with a program: want an error")
+	for _, bad := range []string{"none,nginx", "", " , "} {
+		if _, err := parseReal(bad); err == nil {
+			t.Errorf("parseReal(%q): want an error", bad)
+		}
 	}
 }
