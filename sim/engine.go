@@ -62,11 +62,10 @@ func (q *eventQueue) push(it item) {
 }
 
 // settle is the slow path of taking an item (clock.next), kept out of the
-// loop's way. Once
-// bucket 0 is consumed it refills it from the first bucket that holds
-// items (false: none does, the queue is empty); when many events fell at
-// one instant it reclaims bucket 0's consumed front. It sets stop, where
-// it must be called again.
+// loop's way. Once bucket 0 is consumed it refills it from the first bucket
+// that holds items (false: none does, the queue is empty); when many events
+// fell at one instant it reclaims bucket 0's consumed front. It sets stop,
+// where it must be called again.
 func (q *eventQueue) settle() bool {
 	b0 := q.buckets[0]
 	switch {
