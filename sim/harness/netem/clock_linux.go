@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"sync"
@@ -99,15 +100,24 @@ type itimerspec struct {
 }
 
 // timerSleep sleeps about d (d > 0) without holding a P.
+//
+// Two clocks end the sleep, whichever comes first: the timerfd, which the
+// netpoller hears at once when the process is idle (Go's own timers then
+// wake up to a millisecond late), and the read's deadline, a Go timer, which
+// the scheduler fires on time when the process is busy. Busy with other
+// waits' spins, the scheduler runs runnable goroutines before it polls the
+// network, for up to 10 ms: a burst of waits falling due together (25 new
+// connections at once) then woke all at its end, the last first.
 func timerSleep(d time.Duration) {
 	t := getTimerFD()
 	if t != nil {
 		spec := itimerspec{value: syscall.NsecToTimespec(int64(max(d, time.Microsecond)))}
+		// Setting the timer also clears an expiry a deadline beat last time.
 		_, _, e := syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, uintptr(t.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-		if e == 0 {
+		if e == 0 && t.f.SetReadDeadline(time.Now().Add(d)) == nil {
 			var buf [8]byte
-			_, err := t.f.Read(buf[:]) // parks until the timer expires
-			if err == nil {
+			_, err := t.f.Read(buf[:]) // parks until the timer expires or the deadline passes
+			if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 				putTimerFD(t)
 				return
 			}
