@@ -148,9 +148,9 @@ func (u *proxyUsers) serve(ctx context.Context, r *request) bool {
 
 // connect opens each closed-loop user's connection to the proxy before the
 // run starts (a request of servers.ConnectPath each). The model has no
-// client connection setup; opened in the run, 25 users' connections at once
-// delayed and spread the first upstream calls by 1 to 17 ms (the harness's
-// own CPU), which moved the median of the new connections' totals.
+// client connection setup; opened in the run, all users' connections at
+// once cost the harness's own CPU just as the first upstream calls leave,
+// which delayed and spread them and moved the new connections' medians.
 func (u *proxyUsers) connect(ctx context.Context) error {
 	if u.s.Load != sim.LoadClosed {
 		return nil
