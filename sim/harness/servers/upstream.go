@@ -284,15 +284,12 @@ func (u *Upstream) String() string {
 }
 
 // workQueue is the server's work: a request takes its work time on one of
-// limit slots (0: as many as needed), first come, first served by arrival
-// time. A slot's next request starts when the previous one ends in exact
-// time, not when its goroutine gets to run, so a busy machine does not slow
-// the server's throughput down below what the model says. The order is the
-// requests' arrival times, not the order their goroutines get to run: when
-// many fall due together (25 new connections at once), Go's scheduler
-// wakes them in no particular order, often the last first, and a queue in
-// that order moved the median of their totals by milliseconds from the
-// model's (and a real server's listen queue's) first come, first served.
+// limit slots (0: as many as needed), first come, first served. A slot's
+// next request starts when the previous one ends in exact time, not when
+// its goroutine gets to run, so a busy machine does not slow the server's
+// throughput down below what the model says. First come is by arrival
+// time, not by the order the goroutines get to run: when many requests
+// fall due together, Go's scheduler often wakes the last first.
 type workQueue struct {
 	limit   int
 	mu      sync.Mutex
@@ -320,7 +317,8 @@ func (q *workQueue) start(arrived time.Time, work time.Duration) (end time.Time)
 	for q.busy >= q.limit || !q.earliest(arrived) {
 		q.cond.Wait()
 	}
-	q.waiting = slices.Delete(q.waiting, slices.Index(q.waiting, arrived), slices.Index(q.waiting, arrived)+1)
+	i := slices.Index(q.waiting, arrived)
+	q.waiting = slices.Delete(q.waiting, i, i+1)
 	q.busy++
 	slot := 0
 	for i := range q.free {
