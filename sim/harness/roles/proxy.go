@@ -2,8 +2,8 @@ package roles
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -175,8 +175,18 @@ func (u *proxyUsers) connect(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("harness: opening the load generator's connections to the proxy: %w", err)
+	// The first failure and how many users failed: thousands of users
+	// refused by a proxy that is down would otherwise be thousands of lines.
+	failed := 0
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("harness: opening the load generator's connections to the proxy: %d of %d users failed, the first with: %w", failed, len(errs), first)
 	}
 	return nil
 }
