@@ -47,7 +47,7 @@
 // comparison (Run.Model, Validate).
 //
 // Accuracy. Delays start from the kernel's receive timestamps
-// (SO_TIMESTAMPNS), waits end on a timerfd and a short spin, a server's
+// (SO_TIMESTAMPNS), waits end on a timerfd, a server's
 // work counts from its request's arrival, and the lab processes ask for
 // nice -20 where allowed (worker processes start at 19 and take -20 when
 // ready). What the harness still adds to a call (threads that slept

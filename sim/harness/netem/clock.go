@@ -12,7 +12,7 @@ const coarseMargin = 2500 * time.Microsecond
 // SleepUntil blocks until t. Go's timers (time.Sleep, time.After) can wake
 // up to a millisecond late on Linux (the netpoller waits in whole
 // milliseconds), which is as large as the effects the labs measure, so the
-// last stretch is a timerfd, then a short spin (see preciseWait).
+// last stretch is a timerfd (see preciseWait).
 func SleepUntil(t time.Time) {
 	if d := time.Until(t); d > coarseMargin {
 		time.Sleep(d - coarseMargin)

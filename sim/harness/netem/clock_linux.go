@@ -3,47 +3,30 @@ package netem
 import (
 	"errors"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
 )
 
-// spinWindow is the part of a precise wait that spins instead of sleeping:
-// a timer on a VM can fire late (the vCPU has to be woken up), so the sleep
-// ends this much before the target and a spin covers the rest.
-const spinWindow = 200 * time.Microsecond
-
-// preciseWait waits until t. The sleep is a timerfd read through Go's
-// netpoller, so the goroutine parks and its P serves other goroutines while
-// it sleeps; then a spin of at most spinWindow. A nanosleep in the
-// goroutine instead would hold its P in a system call: with two Ps, two
-// goroutines waiting that way leave none for the rest (the emulated path's
-// other connections, the client itself) until sysmon takes one back, which
-// after a quiet spell is up to 10 ms later.
+// preciseWait waits until t on a timerfd read through Go's netpoller, so
+// the goroutine parks and its P serves other goroutines while it sleeps; a
+// nanosleep instead would hold its P in a system call, and with two Ps two
+// such waits leave none for the rest until sysmon takes one back, up to
+// 10 ms later.
 //
-// The spin yields (runtime.Gosched) until the last hardSpin: when several
-// connections fall due together (eight users in step), spinners that held
-// both Ps kept the others, and the netpoller, from running until they were
-// done, and the last one was served late.
+// It does not spin. Spinners that yield (runtime.Gosched) keep the run
+// queue from ever being empty, and Go's scheduler polls the network only
+// when it is: in a burst (25 new connections at once) their windows
+// overlapped, and socket reads and connects waited for sysmon's poll, up to
+// 10 ms later. Spinners that do not yield hold the Ps the burst's own work
+// needs. What a wake-up adds instead is part of the harness overhead that
+// Tare measures.
 func preciseWait(t time.Time) {
-	if d := time.Until(t); d > spinWindow {
-		timerSleep(d - spinWindow)
-	}
-	for {
-		r := time.Until(t)
-		if r <= 0 {
-			return
-		}
-		if r > hardSpin {
-			runtime.Gosched()
-		}
+	if d := time.Until(t); d > 0 {
+		timerSleep(d)
 	}
 }
-
-// hardSpin is the end of a precise wait that spins without yielding.
-const hardSpin = 25 * time.Microsecond
 
 // A timerFD is a CLOCK_MONOTONIC timerfd read through the netpoller.
 type timerFD struct {
@@ -104,10 +87,9 @@ type itimerspec struct {
 // Two clocks end the sleep, whichever comes first: the timerfd, which the
 // netpoller hears at once when the process is idle (Go's own timers then
 // wake up to a millisecond late), and the read's deadline, a Go timer, which
-// the scheduler fires on time when the process is busy. Busy with other
-// waits' spins, the scheduler runs runnable goroutines before it polls the
-// network, for up to 10 ms: a burst of waits falling due together (25 new
-// connections at once) then woke all at its end, the last first.
+// the scheduler fires on time when the process is busy: busy, the
+// scheduler runs runnable goroutines before it polls the network, for up to
+// 10 ms.
 func timerSleep(d time.Duration) {
 	t := getTimerFD()
 	if t != nil {

@@ -1,0 +1,67 @@
+package netem
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWaitsLeaveTheNetpoller: a burst of waits falling due together must
+// not keep socket reads from being heard. Waits that spun yielding kept
+// Go's run queue full, and the scheduler polled the network only when
+// sysmon did, up to 10 ms later.
+func TestWaitsLeaveTheNetpoller(t *testing.T) {
+	ln, err := Listen("tcp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 1)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+			c.Write(buf)
+		}
+	}()
+	c, err := Dial(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	worst := time.Duration(0)
+	for range 20 {
+		// 200 waits over 10 ms, as the emulated paths of 25 new connections
+		// on a slow machine.
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				preciseWait(start.Add(time.Duration(i) * 50 * time.Microsecond))
+			}()
+		}
+		time.Sleep(time.Millisecond)
+		// An echo on loopback, in the middle of the burst.
+		t0 := time.Now()
+		if _, err := c.Write([]byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, time.Since(t0))
+		wg.Wait()
+	}
+	t.Logf("slowest loopback echo during a burst of waits: %s", worst)
+	if worst > 5*time.Millisecond {
+		t.Errorf("a loopback echo took %s during a burst of waits: the waits keep the netpoller from running", worst)
+	}
+}
