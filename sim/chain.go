@@ -21,8 +21,9 @@ import (
 //	server_time        its own work per request
 //	server_conn_time   its work to accept a new connection
 //	conn_parallel      that work, and client_conn_time's, runs beside its
-//	                   one piece at a time (CPython's socket calls release
-//	                   the GIL; not nginx's or Redis's event loop)
+//	                   one piece at a time: for a program whose connection
+//	                   work is system calls outside its lock (off in every
+//	                   preset: CPython's is mostly Python code under its GIL)
 //	keepalive_timeout  it closes a connection idle this long (0: never)
 //	keepalive_requests it closes a connection after this many requests
 //	                   (1: it cannot keep connections, like Flask's

@@ -23,14 +23,14 @@ var Software = map[string]SoftwarePreset{
 	"gunicorn": {
 		About: "gunicorn 20.1, gthread workers: keeps a connection while requests come within --keep-alive (2 s), then closes it; with HTTP/1.0 (nginx without keepalive) it closes after each response, and usually before nginx does",
 		Settings: []TierSetting{
-			{"keepalive_timeout", "2s"}, {"keepalive_requests", 0}, {"conn_parallel", true},
+			{"keepalive_timeout", "2s"}, {"keepalive_requests", 0},
 			{"server_closes_first", gunicornClosesFirst}, {"simultaneous_close", gunicornSimultaneous},
 		},
 	},
 	"flask": {
 		About: "Flask 2.2's development server (Werkzeug 2.2, threaded): a thread per connection, and Connection: close on every response, so it never keeps a connection whatever the client asks",
 		Settings: []TierSetting{
-			{"threads", 0}, {"keepalive_requests", 1}, {"conn_parallel", true},
+			{"threads", 0}, {"keepalive_requests", 1},
 			{"server_closes_first", flaskClosesFirst}, {"simultaneous_close", flaskSimultaneous},
 		},
 	},
