@@ -123,10 +123,21 @@ func TestValidateTable(t *testing.T) {
 // TestValidateOutside: a model told that a TLS handshake costs 50 ms of
 // CPU (Go's crypto/tls takes a few) disagrees with the real run, and the
 // exit status says so. (With no tolerance alone the real run may still
-// agree: the model is often within the harness's own overhead.)
+// agree: the model is often within the harness's own overhead.) The RTT is
+// set within the validated range: below it phases are only shown.
 func TestValidateOutside(t *testing.T) {
-	out, errs, code := runSim(t, "validate", "--tolerance", "0%,0s", "--retries", "0", "--variant", "request", "--set", "handshake_cpu=50ms", writeSmallLab(t))
+	out, errs, code := runSim(t, "validate", "--tolerance", "0%,0s", "--retries", "0", "--variant", "request", "--set", "handshake_cpu=50ms", "--set", "rtt=5ms", writeSmallLab(t))
 	if code != 1 || !strings.Contains(out, "OUTSIDE TOLERANCE") || !strings.Contains(out, "verdict: 1 of 1 variants outside tolerance: t/request") {
+		t.Errorf("exit %d:\n%s%s", code, out, errs)
+	}
+}
+
+// TestValidateBelowRange: below 5 ms of RTT the same disagreement is shown
+// and not held (the host's own costs are as large as the round trip), and
+// the output says why; counts are still compared.
+func TestValidateBelowRange(t *testing.T) {
+	out, errs, code := runSim(t, "validate", "--tolerance", "0%,0s", "--retries", "0", "--variant", "request", "--set", "handshake_cpu=50ms", "--set", "rtt=1ms", writeSmallLab(t))
+	if code != 0 || !strings.Contains(out, "RTT below the validated range") || !strings.Contains(out, "counts (model = measured unless shown): requests 3") {
 		t.Errorf("exit %d:\n%s%s", code, out, errs)
 	}
 }

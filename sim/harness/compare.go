@@ -370,6 +370,17 @@ func ModelText(rejected string) string {
 // TCP handshake's round trip on the first bytes, so it shows in appconnect.
 const ConnectChargedNote = "the client's own sockets connect at once on loopback; the TCP handshake's round trip is charged on the first bytes, so it shows in appconnect, which is compared"
 
+// MinJudgedRTT is the bottom of the validated range of round trips: below
+// it a variant's phases are shown, not held to the tolerance (counts are).
+// There the host's own costs, which the model does not price (the client's
+// CPU, wake-ups after an idle spell), are as large as the round trip or
+// larger.
+const MinJudgedRTT = 5 * time.Millisecond
+
+// BelowRangeNote marks the phases of a variant whose RTT is below
+// MinJudgedRTT.
+const BelowRangeNote = "RTT below the validated range (5 ms to 100 ms): the host's own costs (client CPU, wake-ups after an idle spell) are as large as the round trip, and the model does not price them; phases shown, counts compared"
+
 // compareVariant fills a comparison from the model's and the real run's
 // results for one variant.
 func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *VariantPlan, info *VariantRun, tol Tolerance) {
@@ -408,6 +419,8 @@ func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *Varian
 		for i := range vc.Phases {
 			if p := &vc.Phases[i]; info.DialerCharged && p.Phase == "connect" {
 				p.OK, p.ToleranceMS, p.Note = true, 0, ConnectChargedNote
+			} else if vp.Scenario.RTT < MinJudgedRTT {
+				p.OK, p.ToleranceMS, p.Note = true, 0, BelowRangeNote
 			}
 		}
 	}

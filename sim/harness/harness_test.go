@@ -432,7 +432,7 @@ func inRange(t *testing.T, b *lab.Block, opt Options) bool {
 		t.Fatal(err)
 	}
 	for _, vp := range p.Variants {
-		if vp.Rejected == "" && vp.Scenario.RTT < 5*time.Millisecond {
+		if vp.Rejected == "" && vp.Scenario.RTT < MinJudgedRTT {
 			return false
 		}
 	}
