@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -281,7 +282,11 @@ func validateWith(t *testing.T, b *lab.Block, opt Options, phases bool) *BlockVa
 	for _, v := range bv.Variants {
 		var rows []string
 		for _, p := range v.Phases {
-			rows = append(rows, fmt.Sprintf("%s %.3f/%.3f", p.Phase, p.ModelMS, p.MeasuredMS))
+			row := fmt.Sprintf("%s %.3f/%.3f", p.Phase, p.ModelMS, p.MeasuredMS)
+			if !p.OK {
+				row += fmt.Sprintf(" (measured p90 %.3f)", p.MeasuredP90MS)
+			}
+			rows = append(rows, row)
 		}
 		for _, c := range v.Counts {
 			if !c.OK {
@@ -289,6 +294,9 @@ func validateWith(t *testing.T, b *lab.Block, opt Options, phases bool) *BlockVa
 			}
 		}
 		t.Logf("%s/%s ok=%v attempts=%d overhead=%.3fms %s %s", b.ID, v.Name, v.OK, v.Attempts, v.HarnessOverheadMS, v.Skipped, strings.Join(rows, "; "))
+		if !v.OK {
+			t.Logf("%s/%s: the machine after the run: %s", b.ID, v.Name, machineState())
+		}
 		// v.OK is false on a known disagreement too: then the phases
 		// decide.
 		phasesOK := true
@@ -655,6 +663,41 @@ func machineBusy() (bool, string) {
 	fmt.Sscan(string(b), &load)
 	n := runtime.NumCPU()
 	return load > 1.5*float64(n), fmt.Sprintf("load average %.1f on %d CPUs", load, n)
+}
+
+// machineState describes what a timing failure may owe to the machine: its
+// load, its CPUs and Go's share of them, a CPU limit on this cgroup, and
+// the share of CPU time the hypervisor took for others since boot (steal).
+func machineState() string {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	limit := read("/sys/fs/cgroup/cpu.max") // cgroup v2: "max 100000" when unlimited
+	if limit == "" {
+		limit = read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") + " " + read("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+	}
+	steal := "unknown"
+	if f := strings.Fields(strings.SplitN(read("/proc/stat"), "\n", 2)[0]); len(f) > 8 && f[0] == "cpu" {
+		var total, st float64
+		for i, v := range f[1:] {
+			x, _ := strconv.ParseFloat(v, 64)
+			if i < 8 { // user … steal; guest time is counted in user already
+				total += x
+			}
+			if i == 7 {
+				st = x
+			}
+		}
+		if total > 0 {
+			steal = fmt.Sprintf("%.2f%%", 100*st/total)
+		}
+	}
+	return fmt.Sprintf("load average %s; %d CPUs, GOMAXPROCS %d; cgroup CPU limit %q; steal since boot %s",
+		read("/proc/loadavg"), runtime.NumCPU(), runtime.GOMAXPROCS(0), limit, steal)
 }
 
 // TestCancelRemovesTempDirs cancels real runs that use redis-server and
