@@ -366,9 +366,10 @@ func ModelText(rejected string) string {
 }
 
 // ConnectChargedNote marks the connect phase of a client whose sockets
-// connect at once on loopback (php -S's libcurl): the upstream charges the
-// TCP handshake's round trip on the first bytes, so it shows in appconnect.
-const ConnectChargedNote = "the client's own sockets connect at once on loopback; the TCP handshake's round trip is charged on the first bytes, so it shows in appconnect, which is compared"
+// connect at once on loopback (php -S's libcurl, nginx): the upstream
+// charges the TCP handshake's round trip on the first bytes, so it shows in
+// the phases after connect.
+const ConnectChargedNote = "the client's own sockets connect at once on loopback; the TCP handshake's round trip is charged on the first bytes, so it shows in the phases after connect, which are compared"
 
 // MinJudgedRTT is the bottom of the validated range of round trips: below
 // it a variant's phases are shown, not held to the tolerance (counts are).

@@ -132,8 +132,9 @@ type VariantRun struct {
 	Runtime   map[string]string
 	Checks    map[string]string
 	RealError string
-	// DialerCharged: the client's own sockets connect at once (php -S),
-	// so the TCP handshake's round trip shows in appconnect, not connect.
+	// DialerCharged: the client's own sockets connect at once (php -S,
+	// nginx), so the TCP handshake's round trip shows in the phases after
+	// connect, not in connect.
 	DialerCharged bool
 	// Stack: a stack variant's measured run (its calibration window in
 	// Stack.Calibration); StackInput: what its model was given from it.
@@ -304,7 +305,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		if vp.Rejected != "" {
 			info.RealError, vr.Error = firstErr, firstErr
 		}
-		info.DialerCharged = phpJob != nil && phpJob.Binary != ""
+		info.DialerCharged = phpJob != nil && phpJob.Binary != "" || rep.DialerCharged
 		info.Components, info.Notes, info.Isolated, info.WallS = rep.Components, append(info.Notes, rep.Notes...), used, rep.WallS
 		info.Resolution = time.Duration(rep.ResolutionMS * float64(time.Millisecond))
 		info.KernelSpread = rep.KernelSpread

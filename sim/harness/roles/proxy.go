@@ -35,7 +35,10 @@ func (lp *labProc) runProxy(ctx context.Context, rep *wire.Report, cleanup *[]fu
 	useNginx := wantNginx && lookErr == nil && s.TLS == sim.TLSNone
 	who := servers.OwnClients // the Go proxy's workers hold what they receive
 	if useNginx {
-		who = servers.ForeignClients
+		// nginx dials the upstream itself: its connect is instant on
+		// loopback, so the upstream charges the handshake's round trip on
+		// the first bytes that arrive.
+		who = servers.ForeignDialers
 	}
 	up, err := lp.startUpstream(who, rep, cleanup)
 	if err != nil {
@@ -54,6 +57,7 @@ func (lp *labProc) runProxy(ctx context.Context, rep *wire.Report, cleanup *[]fu
 		rep.Components = append(rep.Components, ngx.Desc)
 		rep.ResolutionMS = 1
 		rep.KernelSpread = true
+		rep.DialerCharged = true
 		rep.Notes = append(rep.Notes, "nginx logs upstream times in whole milliseconds: its phases are compared within 1 ms more")
 	default:
 		gp, err := startGoProxy(lp, s, up.Addr(), &job.Certs)

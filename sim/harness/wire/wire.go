@@ -174,6 +174,10 @@ type Report struct {
 	// KernelSpread: the kernel, not the harness, spread the connections
 	// over the workers (nginx's worker processes accept them).
 	KernelSpread bool `json:"kernel_spread,omitempty"`
+	// DialerCharged: the client's sockets are not the harness's (nginx's
+	// upstream connections), so they connect at once on loopback and the
+	// TCP handshake's round trip is charged on the first bytes.
+	DialerCharged bool `json:"dialer_charged,omitempty"`
 	// HandshakeCPU is a full TLS handshake's CPU as the run's clients pay
 	// it: Go's, measured in the lab process (servers.MeasureHandshake), or
 	// the workers' own (the php setups); 0 without TLS or when the
