@@ -23,7 +23,7 @@ import (
 //	conn_parallel      that work, and client_conn_time's, runs beside its
 //	                   one piece at a time: for a program whose connection
 //	                   work is system calls outside its lock (off in every
-//	                   preset: CPython's is mostly Python code under its GIL)
+//	                   preset: a CPython app's waits for its GIL)
 //	keepalive_timeout  it closes a connection idle this long (0: never)
 //	keepalive_requests it closes a connection after this many requests
 //	                   (1: it cannot keep connections, like Flask's
