@@ -14,7 +14,11 @@ import type { ServerMsg } from "../sim/types";
 
 export interface Host { server: boolean; real: boolean; class: boolean }
 
-interface Config { worker: string; wasm: string; bytes: number; probe: string }
+interface Config { worker: string; wasm: string; bytes: number; probe: string; lab?: { lab: string; url: string } }
+
+// The worker the page's head started, and the events it sent before the
+// page took it over.
+interface Boot { worker: Worker; queue: (MessageEvent | ErrorEvent)[] }
 
 // A reply of the model: a message of PROTOCOL.md, or a lab or exercises
 // reply (sim/wasm).
@@ -109,42 +113,84 @@ export class Model {
   private settle: ((ok: boolean) => void) | null = null;
   private probedServer = false;
 
+  // init is what the worker loads (worker.ts), the page's lab among it; the
+  // model's answer to that lab comes as "boot-lab" (see source).
   private init(c: Config, probe: boolean): Record<string, unknown> {
     const abs = (u: string) => new URL(u, location.href).href;
-    return { type: "init", wasm: abs(c.wasm), bytes: c.bytes, probe: probe ? abs(c.probe) : "" };
+    this.expectBootLab(c);
+    const lab = c.lab && { lab: c.lab.lab, lang: "en", url: abs(c.lab.url) };
+    return { type: "init", wasm: abs(c.wasm), bytes: c.bytes, probe: probe ? abs(c.probe) : "", lab };
   }
 
-  // spawn starts the worker; with probe, it loads the model only if no
-  // server answers.
+  private bootLab: { key: string; url: string; reply: Promise<Reply> } | null = null;
+
+  private expectBootLab(c: Config): void {
+    if (!c.lab) return;
+    const url = new URL(c.lab.url, location.href).href;
+    const reply = new Promise<Reply>((resolve) => this.handlers.set("boot-lab", (m) => {
+      this.handlers.delete("boot-lab");
+      resolve(m);
+    }));
+    this.bootLab = { key: c.lab.lab + " en", url, reply };
+  }
+
+  // spawn starts the worker, with what to load in its address (worker.ts);
+  // with probe, it loads the model only if no server answers. A worker
+  // that the page's head started (connlabBoot, model-config.html) is taken
+  // over instead, with what it has said so far: it was started with the
+  // probe, and a load() that finds a server answering asks it again
+  // (news, "server").
   private spawn(c: Config, probe: boolean): void {
+    const g = window as unknown as { connlabBoot?: Boot };
+    const boot = g.connlabBoot;
+    delete g.connlabBoot;
     let w: Worker;
-    try {
-      w = new Worker(c.worker);
-    } catch (e) {
-      this.state = "failed";
-      this.error = String(e);
-      this.settle?.(false);
-      return;
+    if (boot) {
+      w = boot.worker;
+      this.expectBootLab(c);
+    } else {
+      try {
+        w = new Worker(c.worker + "#" + encodeURIComponent(JSON.stringify(this.init(c, probe))));
+      } catch (e) {
+        this.state = "failed";
+        this.error = String(e);
+        this.settle?.(false);
+        return;
+      }
+      performance.mark("connlab:model-load");
     }
     this.worker = w;
-    performance.mark("connlab:model-load");
-    w.onmessage = (e) => {
+    const onMessage = (e: MessageEvent) => {
       const d = e.data;
       if (typeof d === "string") this.dispatch(d);
       else this.news(d);
     };
-    w.onerror = (e) => {
+    const onError = (e: ErrorEvent) => {
       this.state = "failed";
       this.error = e.message || "the model's worker failed";
       e.preventDefault();
       this.settle?.(false);
     };
-    w.postMessage(this.init(c, probe));
+    w.onmessage = onMessage;
+    w.onerror = onError;
+    for (const e of boot?.queue.splice(0) || []) {
+      if (e instanceof MessageEvent) onMessage(e);
+      else onError(e);
+    }
   }
 
   // news handles the worker's messages about loading.
-  private news(d: { type?: string; loaded?: number; total?: number; message?: string }): void {
+  private news(d: { type?: string; loaded?: number; total?: number; message?: string; at?: number }): void {
+    // The worker's steps in the page's timeline, at the time they happened
+    // there (benchmarks read them).
+    const mark = (name: string) => {
+      const at = (d.at || 0) - performance.timeOrigin;
+      performance.mark(name, at > 0 && at <= performance.now() ? { startTime: at } : undefined);
+    };
     switch (d && d.type) {
+      case "up":
+        mark("connlab:model-worker");
+        break;
       case "server":
         // The preload stopped: a server answers. A load() meanwhile
         // still wants the model.
@@ -158,11 +204,11 @@ export class Model {
         for (const f of this.progress) f(this.loaded, this.total);
         break;
       case "compiled":
-        performance.mark("connlab:model-compiled");
+        mark("connlab:model-compiled");
         break;
       case "ready":
         this.state = "ready";
-        performance.mark("connlab:model-ready");
+        mark("connlab:model-ready");
         this.settle?.(true);
         break;
       case "failed":
@@ -218,6 +264,16 @@ export class Model {
     if (!p) {
       p = (async () => {
         const loaded = this.load();
+        // The worker loads the page's own lab as it starts.
+        const boot = this.bootLab;
+        if (boot && boot.key === key && boot.url === new URL(url, location.href).href) {
+          if (!(await loaded)) return false;
+          const m = await boot.reply;
+          if (m.type === "lab") {
+            performance.mark("connlab:lab-ready");
+            return true;
+          }
+        }
         try {
           const r = await fetch(url);
           if (!r.ok) throw new Error(url + ": HTTP " + r.status);

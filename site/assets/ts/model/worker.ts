@@ -13,36 +13,89 @@ const scope = self as unknown as {
   onmessage: ((e: MessageEvent) => void) | null;
 };
 
+// now is the time on the page's clock (its performance timeline): the
+// page marks the worker's steps when they happened, not when its own
+// thread got round to the message.
+const now = () => performance.timeOrigin + performance.now();
+
+// The page's messages until the model runs (and has read the page's lab).
 const queue: string[] = [];
+let holding = true;
 let started = false;
+// The page's lab, fetched while the model loads: the model reads it first,
+// answering to the id "boot-lab" (model/client.ts).
+let bootLab: Promise<string> | null = null;
 
 scope.connlabPost = (s: string) => scope.postMessage(s);
 scope.connlabReady = () => {
-  scope.postMessage({ type: "ready" });
-  for (const m of queue.splice(0)) scope.connlabHandle!(m);
+  scope.postMessage({ type: "ready", at: now() });
+  void (async () => {
+    if (bootLab) {
+      const msg = await bootLab;
+      bootLab = null;
+      scope.connlabHandle!(msg);
+    }
+    holding = false;
+    for (const m of queue.splice(0)) scope.connlabHandle!(m);
+  })();
 };
+
+scope.postMessage({ type: "up", at: now() });
+
+// Init is what the worker loads: the .wasm (its size, for progress) and,
+// for a preload, the probe to ask first.
+interface Init { type?: string; wasm: string; bytes: number; probe: string; lab?: { lab: string; lang: string; url: string } }
 
 scope.onmessage = (e: MessageEvent) => {
   const d = e.data;
   if (typeof d === "string") {
-    if (scope.connlabHandle) scope.connlabHandle(d);
+    if (scope.connlabHandle && !holding) scope.connlabHandle(d);
     else queue.push(d);
     return;
   }
-  if (d && d.type === "init" && !started) {
-    started = true;
-    void (async () => {
-      // A preload asks the probe first (model/client.ts) and stops when a
-      // server answers: the page then runs on the server.
-      if (d.probe && (await serverAnswers(d.probe))) {
-        started = false;
-        scope.postMessage({ type: "server" });
-        return;
-      }
-      await start(d.wasm, d.bytes);
-    })().catch((err) => scope.postMessage({ type: "failed", message: String(err) }));
-  }
+  if (d && d.type === "init") init(d);
 };
+
+function init(d: Init): void {
+  if (started) return;
+  started = true;
+  void (async () => {
+    // A preload asks the probe (model/client.ts) and stops when a server
+    // answers: the page then runs on the server. The model's fetch starts
+    // at the same time, and stops then.
+    const stop = new AbortController();
+    const resp = fetch(d.wasm, { signal: stop.signal });
+    resp.catch(() => {}); // a stopped fetch is no error
+    const lab = d.lab;
+    if (lab) {
+      bootLab = fetch(lab.url, { signal: stop.signal })
+        .then((r) => (r.ok ? r.text() : Promise.reject(new Error(lab.url + ": HTTP " + r.status))))
+        .then(
+          (text) => JSON.stringify({ type: "lab", id: "boot-lab", lab: lab.lab, lang: lab.lang, text }),
+          (err) => JSON.stringify({ type: "error", id: "boot-lab", message: String(err) }),
+        );
+    }
+    if (d.probe && (await serverAnswers(d.probe))) {
+      stop.abort();
+      bootLab = null;
+      started = false;
+      scope.postMessage({ type: "server" });
+      return;
+    }
+    await start(d.wasm, d.bytes, await resp);
+  })().catch((err) => scope.postMessage({ type: "failed", message: String(err) }));
+}
+
+// The page may give the init in the worker's address (after #), so that
+// the worker starts at once: a message from the page reaches a starting
+// worker only when the page's thread is free to pass it on.
+if (location.hash.length > 1) {
+  try {
+    init(JSON.parse(decodeURIComponent(location.hash.slice(1))));
+  } catch (err) {
+    scope.postMessage({ type: "failed", message: "the worker's address: " + String(err) });
+  }
+}
 
 // serverAnswers asks the probe (api/server.json) whether sim serve served
 // the page; no answer means no server.
@@ -55,12 +108,11 @@ async function serverAnswers(url: string): Promise<boolean> {
   }
 }
 
-// start fetches the .wasm, reporting progress, and runs it. A host that
-// serves it as application/wasm lets the browser compile while it
-// downloads (and cache the compiled code); another type is compiled from
-// the bytes once they are all here.
-async function start(url: string, bytes: number): Promise<void> {
-  const resp = await fetch(url);
+// start reads the .wasm's response, reporting progress, and runs it. A
+// host that serves it as application/wasm lets the browser compile while
+// it downloads (and cache the compiled code); another type is compiled
+// from the bytes once they are all here.
+async function start(url: string, bytes: number, resp: Response): Promise<void> {
   if (!resp.ok) throw new Error(url + ": HTTP " + resp.status);
   const total = bytes || Number(resp.headers.get("Content-Length")) || 0;
   const go = new Go();
@@ -78,7 +130,7 @@ async function start(url: string, bytes: number): Promise<void> {
     const buf = resp.body ? await count(resp.body, total, true) : new Uint8Array(await resp.arrayBuffer());
     result = await WebAssembly.instantiate(buf, go.importObject);
   }
-  scope.postMessage({ type: "compiled" });
+  scope.postMessage({ type: "compiled", at: now() });
   void go.run(result.instance);
 }
 
