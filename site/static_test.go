@@ -32,6 +32,7 @@ import (
 
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/connlab/connlab/internal/wasmpack"
 	"github.com/connlab/connlab/sim/cli"
 	"golang.org/x/net/html"
 )
@@ -657,6 +658,11 @@ func TestStaticPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %d bytes, %d gzipped", wasm, len(b), gzipSize(b))
+	// make wasm packs the linker's data segments (internal/wasmpack): Go
+	// writes tens of thousands of them.
+	if _, n, err := wasmpack.Image(b); err != nil || n > 1000 {
+		t.Errorf("the .wasm's data: %d segments (%v); make wasm did not pack them", n, err)
+	}
 	if !regexp.MustCompile(`\.[0-9a-f]{64}\.wasm$`).MatchString(wasm) {
 		t.Errorf("the .wasm %s is not fingerprinted", wasm)
 	}
