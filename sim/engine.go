@@ -14,10 +14,11 @@ package sim
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"time"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // evKind is what a scheduled engine event does.
@@ -168,7 +169,7 @@ func (c *clock) end(ctx context.Context, linger time.Duration) error {
 
 // errTooMany is the error of a run whose load exceeds MaxRunRequests.
 func errTooMany(s *Scenario) error {
-	return fmt.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
+	return msgf.Errorf("%w: %d requests sent before duration %s ended; lower concurrency or duration, or set requests",
 		ErrTooManyRequests, MaxRunRequests, FormatDuration(s.Duration))
 }
 

@@ -1,12 +1,13 @@
 package sim
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // Kind says what an Event records.
@@ -297,7 +298,7 @@ var eventRules = func() []eventRule {
 // tag). The tests of whatever emits events use it.
 func CheckEvent(e *Event) error {
 	if int(e.Kind) >= len(kindNames) {
-		return fmt.Errorf("unknown kind %d", e.Kind)
+		return msgf.Errorf("unknown kind %d", e.Kind)
 	}
 	v := reflect.ValueOf(e).Elem()
 	for _, r := range eventRules {
@@ -306,10 +307,10 @@ func CheckEvent(e *Event) error {
 			continue
 		}
 		if r.kinds&(1<<e.Kind) == 0 {
-			return fmt.Errorf("a %s event carries %s = %v", e.Kind, r.name, f.Interface())
+			return msgf.Errorf("a %s event carries %s = %v", e.Kind, r.name, f.Interface())
 		}
 		if r.values != nil && !slices.Contains(r.values, f.String()) {
-			return fmt.Errorf("a %s event: %s = %q is not one of %q", e.Kind, r.name, f.String(), r.values)
+			return msgf.Errorf("a %s event: %s = %q is not one of %q", e.Kind, r.name, f.String(), r.values)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // A Scenario holds every knob of one simulated run. Durations are
@@ -112,21 +113,21 @@ type PortRange struct{ Lo, Hi int }
 // Size is the number of ports in the range.
 func (r PortRange) Size() int { return r.Hi - r.Lo + 1 }
 
-func (r PortRange) String() string { return fmt.Sprintf("%d-%d", r.Lo, r.Hi) }
+func (r PortRange) String() string { return msgf.Sprintf("%d-%d", r.Lo, r.Hi) }
 
 // ParsePortRange reads "low-high" or "low high" (the sysctl's own format).
 func ParsePortRange(s string) (PortRange, error) {
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == ' ' || r == '\t' })
 	if len(f) != 2 {
-		return PortRange{}, fmt.Errorf("want \"low-high\", e.g. \"32768-60999\", got %q", s)
+		return PortRange{}, msgf.Errorf("want \"low-high\", e.g. \"32768-60999\", got %q", s)
 	}
 	lo, err1 := strconv.Atoi(f[0])
 	hi, err2 := strconv.Atoi(f[1])
 	if err1 != nil || err2 != nil {
-		return PortRange{}, fmt.Errorf("want two port numbers, got %q", s)
+		return PortRange{}, msgf.Errorf("want two port numbers, got %q", s)
 	}
 	if lo < 1 || hi > 65535 || lo > hi {
-		return PortRange{}, fmt.Errorf("want 1 <= low <= high <= 65535, got %q", s)
+		return PortRange{}, msgf.Errorf("want 1 <= low <= high <= 65535, got %q", s)
 	}
 	return PortRange{lo, hi}, nil
 }
@@ -193,7 +194,7 @@ func (e *ParamError) Error() string {
 }
 
 func paramErr(key, format string, args ...any) *ParamError {
-	return &ParamError{Key: key, Msg: fmt.Sprintf(format, args...)}
+	return &ParamError{Key: key, Msg: msgf.Sprintf(format, args...)}
 }
 
 // A Param describes one scenario key: its kind, limits and help. The widget
@@ -333,7 +334,7 @@ func formatValue(v reflect.Value) string {
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	default:
-		return fmt.Sprint(x)
+		return msgf.Sprint(x)
 	}
 }
 
@@ -352,7 +353,7 @@ func FormatDuration(d time.Duration) string {
 	case d == 0:
 		return "0s"
 	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
+		return msgf.Sprintf("%dh", d/time.Hour)
 	case d >= time.Second && d%time.Millisecond == 0:
 		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 	case d >= time.Millisecond && d%time.Microsecond == 0:
@@ -429,7 +430,7 @@ func (s *Scenario) Set(key string, value any) error {
 		case string:
 			str = v
 		case float64, int64, int:
-			str = fmt.Sprint(v) // tls = 1.3 written without quotes
+			str = msgf.Sprint(v) // tls = 1.3 written without quotes
 		default:
 			return paramErr(key, "want one of %s, got %s", strings.Join(p.Enum, ", "), describe(value))
 		}
@@ -493,7 +494,7 @@ func describe(v any) string {
 	case map[string]any:
 		return "a table"
 	default:
-		return fmt.Sprintf("%v", x)
+		return msgf.Sprintf("%v", x)
 	}
 }
 
@@ -506,7 +507,7 @@ func toSets(v any) ([][]string, error) {
 		return [][]string{splitList(x)}, nil
 	case []any:
 		if len(x) == 0 {
-			return nil, fmt.Errorf("%s, got an empty list", want)
+			return nil, msgf.Errorf("%s, got an empty list", want)
 		}
 		if _, flat := x[0].(string); flat {
 			set, err := toStrings(x)
@@ -519,7 +520,7 @@ func toSets(v any) ([][]string, error) {
 		for _, e := range x {
 			l, ok := e.([]any)
 			if !ok {
-				return nil, fmt.Errorf("%s, got %s inside", want, describe(e))
+				return nil, msgf.Errorf("%s, got %s inside", want, describe(e))
 			}
 			set, err := toStrings(l)
 			if err != nil {
@@ -529,7 +530,7 @@ func toSets(v any) ([][]string, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%s, got %s", want, describe(v))
+	return nil, msgf.Errorf("%s, got %s", want, describe(v))
 }
 
 func toStrings(l []any) ([]string, error) {
@@ -537,7 +538,7 @@ func toStrings(l []any) ([]string, error) {
 	for _, e := range l {
 		s, ok := e.(string)
 		if !ok {
-			return nil, fmt.Errorf("want option names such as \"dns\", got %s", describe(e))
+			return nil, msgf.Errorf("want option names such as \"dns\", got %s", describe(e))
 		}
 		out = append(out, s)
 	}
@@ -565,7 +566,7 @@ func suggest(key string) string {
 	if best == "" {
 		return " (sim params lists them)"
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return msgf.Sprintf(" (did you mean %q?)", best)
 }
 
 func editDistance(a, b string) int {
@@ -632,7 +633,7 @@ func (s *Scenario) Validate() error {
 	for i, set := range s.ShareSets {
 		if _, err := ShareMask(set); err != nil {
 			if s.Reuse == ReuseProcess || err.Cookie {
-				return &ParamError{Key: fmt.Sprintf("share_sets[%d]", i), Msg: err.Error()}
+				return &ParamError{Key: msgf.Sprintf("share_sets[%d]", i), Msg: err.Error()}
 			}
 		}
 	}

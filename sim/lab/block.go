@@ -1,9 +1,10 @@
 package lab
 
 import (
-	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -80,12 +81,12 @@ func bindExpects(blocks []*Block) error {
 				if x.real {
 					key = "real_expect"
 				}
-				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: fmt.Sprintf("%s %q: %v", key, x.Text, err)}
+				return &Error{File: b.File, Line: x.Line, Block: b.ID, Msg: msgf.Sprintf("%s %q: %v", key, x.Text, err)}
 			}
 		}
 		if p := b.Predict; p != nil {
 			if err := p.bind(b, lab); err != nil {
-				return &Error{File: b.File, Line: p.Line, Block: b.ID, Msg: fmt.Sprintf("predict: metric %q: %v", p.Metric, err)}
+				return &Error{File: b.File, Line: p.Line, Block: b.ID, Msg: msgf.Sprintf("predict: metric %q: %v", p.Metric, err)}
 			}
 		}
 	}
@@ -104,7 +105,7 @@ func (b *Block) ScriptOf(v *Variant) string {
 // checkScript accepts a file name in the lab's folder: no path, no "..".
 func checkScript(s string) error {
 	if s == "" || strings.ContainsAny(s, `/\`) || strings.HasPrefix(s, ".") || len(s) > 100 {
-		return fmt.Errorf("want a file name in the lab's folder, e.g. \"persistent.php\", got %q", s)
+		return msgf.Errorf("want a file name in the lab's folder, e.g. \"persistent.php\", got %q", s)
 	}
 	return nil
 }
@@ -116,7 +117,7 @@ func checkSetting(key string, v any, line int) (Setting, error) {
 		return checkTierSetting(key, v, line)
 	}
 	if _, ok := sim.LookupParam(key); !ok && blockKeys[key] {
-		return Setting{}, fmt.Errorf("%s belongs at the top of the block, not in a variant", key)
+		return Setting{}, msgf.Errorf("%s belongs at the top of the block, not in a variant", key)
 	}
 	s := sim.Default()
 	if err := s.Set(key, v); err != nil {
@@ -139,7 +140,7 @@ func (b *Block) Scenario(v *Variant, overrides []Setting) (sim.Scenario, error) 
 		for _, st := range group {
 			if err := s.Set(st.Key, st.Value); err != nil {
 				if st.Line == 0 {
-					return s, fmt.Errorf("--set %w", err)
+					return s, msgf.Errorf("--set %w", err)
 				}
 				return s, &Error{File: b.File, Line: st.Line, Block: b.ID, Msg: err.Error()}
 			}

@@ -1,10 +1,11 @@
 package lab
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -200,10 +201,10 @@ func FromData(d *Data) (*Lab, error) {
 	seen := map[string]bool{}
 	for _, bd := range d.Blocks {
 		fail := func(line int, format string, args ...any) error {
-			return &Error{File: d.File, Line: line, Block: bd.ID, Msg: fmt.Sprintf(format, args...)}
+			return &Error{File: d.File, Line: line, Block: bd.ID, Msg: msgf.Sprintf(format, args...)}
 		}
 		if bd.ID == "" || seen[bd.ID] {
-			return nil, &Error{File: d.File, Line: bd.FenceLine, Msg: fmt.Sprintf("block id %q: empty or used twice", bd.ID)}
+			return nil, &Error{File: d.File, Line: bd.FenceLine, Msg: msgf.Sprintf("block id %q: empty or used twice", bd.ID)}
 		}
 		seen[bd.ID] = true
 		b := &Block{ID: bd.ID, Title: bd.Title, Note: bd.Note, File: d.File, Line: bd.Line, FenceLine: bd.FenceLine, Tiers: bd.Tiers}
@@ -264,7 +265,7 @@ func exerciseFromData(file string, d ExerciseData, lab *names) (*Exercise, error
 		Correct: d.Correct, ModelAnswer: d.ModelAnswer, Block: d.Block, Variant: d.Variant, Metric: d.Metric,
 		Call: d.Call, Tolerance: d.Tolerance, TolerancePct: d.TolerancePct, Rubric: d.Rubric, Pass: d.Pass, Worked: d.Worked}
 	fail := func(line int, format string, args ...any) error {
-		return &Error{File: file, Line: line, Msg: fmt.Sprintf("exercise %q: ", d.ID) + fmt.Sprintf(format, args...)}
+		return &Error{File: file, Line: line, Msg: msgf.Sprintf("exercise %q: ", d.ID) + msgf.Sprintf(format, args...)}
 	}
 	if !slices.Contains(ExerciseKinds, x.Kind) {
 		return nil, fail(d.FenceLine, "kind %q: want one of %v", x.Kind, ExerciseKinds)

@@ -1,11 +1,12 @@
 package lab
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // Grading: checking a student's answer against an instance, and the
@@ -127,12 +128,12 @@ func (in *Instance) Check(input string) (Verdict, error) {
 			n, err = int(s[0]-'a')+1, nil
 		}
 		if err != nil || n < 1 || n > len(in.Choices) {
-			return Verdict{}, fmt.Errorf("want the number of a choice, 1 to %d", len(in.Choices))
+			return Verdict{}, msgf.Errorf("want the number of a choice, 1 to %d", len(in.Choices))
 		}
 		return Verdict{OK: n == in.Correct, Choice: n}, nil
 	default:
 		if input == "" {
-			return Verdict{}, fmt.Errorf("write your explanation first")
+			return Verdict{}, msgf.Errorf("write your explanation first")
 		}
 		if len(in.Rubric) == 0 {
 			return Verdict{OK: true}, nil
@@ -169,7 +170,7 @@ func ParseNumber(s, unit string) (float64, error) {
 		if unit != "" {
 			want += " (in " + unit + ")"
 		}
-		return 0, fmt.Errorf("want %s, got %q", want, s)
+		return 0, msgf.Errorf("want %s, got %q", want, s)
 	}
 	return f, nil
 }

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -92,7 +93,7 @@ func (x *Exercise) checkScenarios() error {
 				if le, ok := err.(*Error); ok {
 					msg = le.Msg
 				}
-				return &Error{File: x.File, Line: line, Msg: fmt.Sprintf("exercise %q: %svariant %q of block %q: %s", x.ID, what, v.Name, x.block.ID, msg)}
+				return &Error{File: x.File, Line: line, Msg: msgf.Sprintf("exercise %q: %svariant %q of block %q: %s", x.ID, what, v.Name, x.block.ID, msg)}
 			}
 		}
 		return nil
@@ -107,7 +108,7 @@ func (x *Exercise) checkScenarios() error {
 	for _, vr := range x.Vary {
 		for _, val := range vr.Values {
 			over := append(slices.Clone(x.Set), Setting{Key: vr.Key, Value: val, Line: vr.Line})
-			if err := check(over, vr.Line, fmt.Sprintf("vary %s = %v: ", vr.Key, val)); err != nil {
+			if err := check(over, vr.Line, msgf.Sprintf("vary %s = %v: ", vr.Key, val)); err != nil {
 				return err
 			}
 		}
@@ -392,7 +393,7 @@ func formatSetting(st Setting) string {
 			return out
 		}
 	}
-	return fmt.Sprint(st.Value)
+	return msgf.Sprint(st.Value)
 }
 
 // ShellQuote quotes s for a POSIX shell when it needs quoting: a word of

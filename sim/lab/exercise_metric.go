@@ -2,11 +2,12 @@ package lab
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -38,7 +39,7 @@ func callMetrics(e *sim.Event) map[string]any {
 // name is a metric of the exercise's variant.
 func (x *Exercise) bindMetric(s string) (node, error) {
 	if x.block == nil {
-		return nil, fmt.Errorf("needs a block")
+		return nil, msgf.Errorf("needs a block")
 	}
 	n, err := parseSide(s)
 	if err != nil {
@@ -54,17 +55,17 @@ func (x *Exercise) bindMetric(s string) (node, error) {
 			} else if x.Variant != "" {
 				v.variant = x.Variant
 			} else {
-				return nil, fmt.Errorf("block %q has several variants (%s): set variant = \"…\" or write variant.%s", x.block.ID, variantNames(x.block), v.raw)
+				return nil, msgf.Errorf("block %q has several variants (%s): set variant = \"…\" or write variant.%s", x.block.ID, variantNames(x.block), v.raw)
 			}
 			if x.Call > 0 {
 				if len(v.path) == 2 && callFields[v.path[0]] && strings.HasSuffix(v.path[0], "_ms") {
 					v.path = v.path[:1] // total_ms.p50 of one call is the call's total_ms
 				}
 				if len(v.path) != 1 || !callFields[v.path[0]] || v.index >= 0 {
-					return nil, fmt.Errorf("with call = %d, name a field of that call (%s)", x.Call, strings.Join(sortedFields(), ", "))
+					return nil, msgf.Errorf("with call = %d, name a field of that call (%s)", x.Call, strings.Join(sortedFields(), ", "))
 				}
 			} else if !knownMetric(v.path) {
-				return nil, fmt.Errorf("no metric %q (see sim run --json for the names)", strings.Join(v.path, "."))
+				return nil, msgf.Errorf("no metric %q (see sim run --json for the names)", strings.Join(v.path, "."))
 			}
 			return v, nil
 		case binNode:
@@ -80,7 +81,7 @@ func (x *Exercise) bindMetric(s string) (node, error) {
 		case numNode:
 			return v, nil
 		}
-		return nil, fmt.Errorf("want a metric or arithmetic on metrics")
+		return nil, msgf.Errorf("want a metric or arithmetic on metrics")
 	}
 	return bind(n)
 }
@@ -117,7 +118,7 @@ func (x *Exercise) metricVariants() []string {
 // overrides (see Overrides).
 func (x *Exercise) Answer(ctx context.Context, over []Setting) (float64, error) {
 	if x.Kind != "number" {
-		return 0, fmt.Errorf("exercise %q is a %s, not a number", x.ID, x.Kind)
+		return 0, msgf.Errorf("exercise %q is a %s, not a number", x.ID, x.Kind)
 	}
 	m := Metrics{x.block.ID: {}}
 	for _, name := range x.metricVariants() {
@@ -145,11 +146,11 @@ func (x *Exercise) Answer(ctx context.Context, over []Setting) (float64, error) 
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
 			}
-			return 0, &Error{File: x.File, Line: x.FenceLine, Msg: fmt.Sprintf("exercise %q: variant %q: %v", x.ID, name, err)}
+			return 0, &Error{File: x.File, Line: x.FenceLine, Msg: msgf.Sprintf("exercise %q: variant %q: %v", x.ID, name, err)}
 		}
 		if x.Call > 0 {
 			if call == nil {
-				return 0, &Error{File: x.File, Line: x.Line + x.lines["call"] - 1, Msg: fmt.Sprintf("exercise %q: variant %q makes only %d calls, no call %d", x.ID, name, r.Summary.Calls, x.Call)}
+				return 0, &Error{File: x.File, Line: x.Line + x.lines["call"] - 1, Msg: msgf.Sprintf("exercise %q: variant %q makes only %d calls, no call %d", x.ID, name, r.Summary.Calls, x.Call)}
 			}
 			m[x.block.ID][name] = call
 		} else {
@@ -158,11 +159,11 @@ func (x *Exercise) Answer(ctx context.Context, over []Setting) (float64, error) 
 	}
 	v, err := evalNode(x.metric, m)
 	if err != nil {
-		return 0, &Error{File: x.File, Line: x.Line + x.lines["metric"] - 1, Msg: fmt.Sprintf("exercise %q: metric %q: %v", x.ID, x.Metric, err)}
+		return 0, &Error{File: x.File, Line: x.Line + x.lines["metric"] - 1, Msg: msgf.Sprintf("exercise %q: metric %q: %v", x.ID, x.Metric, err)}
 	}
 	f, ok := v.(float64)
 	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, &Error{File: x.File, Line: x.Line + x.lines["metric"] - 1, Msg: fmt.Sprintf("exercise %q: metric %q gives %s, not a number, in this scenario", x.ID, x.Metric, show(v))}
+		return 0, &Error{File: x.File, Line: x.Line + x.lines["metric"] - 1, Msg: msgf.Sprintf("exercise %q: metric %q gives %s, not a number, in this scenario", x.ID, x.Metric, show(v))}
 	}
 	return math.Round(f*1e6) / 1e6, nil
 }

@@ -2,13 +2,14 @@ package lab
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // An Expect is one statement the page makes about a block's results, written
@@ -78,7 +79,7 @@ const (
 
 func parseExpect(s string) (*Expect, error) {
 	if len(s) > MaxExpectBytes {
-		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
+		return nil, msgf.Errorf("longer than %d bytes", MaxExpectBytes)
 	}
 	x := &Expect{Text: s}
 	body := s
@@ -96,7 +97,7 @@ func parseExpect(s string) (*Expect, error) {
 		}
 		v, err := strconv.ParseFloat(tol, 64)
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("tolerance %q: want ±number or ±number%%", tol)
+			return nil, msgf.Errorf("tolerance %q: want ±number or ±number%%", tol)
 		}
 		x.tol = v
 	}
@@ -155,7 +156,7 @@ type exprParser struct {
 
 func parseSide(s string) (node, error) {
 	if len(s) > MaxExpectBytes {
-		return nil, fmt.Errorf("longer than %d bytes", MaxExpectBytes)
+		return nil, msgf.Errorf("longer than %d bytes", MaxExpectBytes)
 	}
 	p := &exprParser{s: s}
 	n, err := p.sum()
@@ -164,7 +165,7 @@ func parseSide(s string) (node, error) {
 	}
 	p.space()
 	if p.pos < len(p.s) {
-		return nil, fmt.Errorf("unexpected %q", p.s[p.pos:])
+		return nil, msgf.Errorf("unexpected %q", p.s[p.pos:])
 	}
 	return n, nil
 }
@@ -208,7 +209,7 @@ func (p *exprParser) factor() (node, error) {
 	c := p.s[p.pos]
 	if c == '(' || c == '[' {
 		if p.depth++; p.depth > maxExprDepth {
-			return nil, fmt.Errorf("nested more than %d deep", maxExprDepth)
+			return nil, msgf.Errorf("nested more than %d deep", maxExprDepth)
 		}
 		defer func() { p.depth-- }()
 	}
@@ -247,7 +248,7 @@ func (p *exprParser) factor() (node, error) {
 			case p.pos >= len(p.s):
 				return nil, errors.New("missing ]")
 			default:
-				return nil, fmt.Errorf("unexpected %q in a list: want , or ]", p.s[p.pos:])
+				return nil, msgf.Errorf("unexpected %q in a list: want , or ]", p.s[p.pos:])
 			}
 		}
 	case c == '"':
@@ -266,13 +267,13 @@ func (p *exprParser) factor() (node, error) {
 		}
 		v, err := strconv.ParseFloat(strings.ReplaceAll(p.s[start:p.pos], "_", ""), 64)
 		if err != nil {
-			return nil, fmt.Errorf("bad number %q", p.s[start:p.pos])
+			return nil, msgf.Errorf("bad number %q", p.s[start:p.pos])
 		}
 		return numNode(v), nil
 	default:
 		r, _ := utf8.DecodeRuneInString(p.s[p.pos:])
 		if !unicode.IsLetter(r) {
-			return nil, fmt.Errorf("unexpected %q", p.s[p.pos:])
+			return nil, msgf.Errorf("unexpected %q", p.s[p.pos:])
 		}
 		start := p.pos
 		for p.pos < len(p.s) {
@@ -285,7 +286,7 @@ func (p *exprParser) factor() (node, error) {
 			p.pos++
 		}
 		if p.pos == start {
-			return nil, fmt.Errorf("unexpected %q: a name is ASCII letters, digits, _, - and .", p.s[p.pos:])
+			return nil, msgf.Errorf("unexpected %q: a name is ASCII letters, digits, _, - and .", p.s[p.pos:])
 		}
 		ref := refNode{raw: p.s[start:p.pos], index: -1}
 		ref.path = strings.Split(ref.raw, ".")
@@ -296,7 +297,7 @@ func (p *exprParser) factor() (node, error) {
 			}
 			i, err := strconv.Atoi(strings.TrimSpace(p.s[p.pos+1 : p.pos+end]))
 			if err != nil || i < 0 {
-				return nil, fmt.Errorf("bad index in %q", p.s[start:p.pos+end+1])
+				return nil, msgf.Errorf("bad index in %q", p.s[start:p.pos+end+1])
 			}
 			ref.index = i
 			ref.raw = p.s[start : p.pos+end+1]
@@ -363,22 +364,22 @@ func bindNode(n node, b *Block, lab *names, real bool) (node, error) {
 			} else if len(other.Variants) == 1 {
 				v.variant = other.Variants[0].Name
 			} else {
-				return nil, fmt.Errorf("%q: block %q has several variants; name one (%s.%s.metric)", v.raw, other.ID, other.ID, other.Variants[0].Name)
+				return nil, msgf.Errorf("%q: block %q has several variants; name one (%s.%s.metric)", v.raw, other.ID, other.ID, other.Variants[0].Name)
 			}
 		case len(b.Variants) == 1:
 			v.block, v.variant = b.ID, b.Variants[0].Name
 		default:
-			return nil, fmt.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], variantNames(b))
+			return nil, msgf.Errorf("%q: no variant or block %q (variants: %s)", v.raw, v.path[0], variantNames(b))
 		}
 		if len(v.path) == 0 {
-			return nil, fmt.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)
+			return nil, msgf.Errorf("%q: name a metric, e.g. %s.total_ms.p50", v.raw, v.raw)
 		}
 		if !knownMetric(v.path) && !(real && realMetric(v.path)) {
 			more := ""
 			if real {
 				more = ", or check.ID and runtime.KEY of a real run"
 			}
-			return nil, fmt.Errorf("%q: no metric %q (see sim run --json for the names%s)", v.raw, strings.Join(v.path, "."), more)
+			return nil, msgf.Errorf("%q: no metric %q (see sim run --json for the names%s)", v.raw, strings.Join(v.path, "."), more)
 		}
 		return v, nil
 	case binNode:
@@ -525,14 +526,14 @@ func evalNode(n node, m Metrics) (any, error) {
 		for _, p := range v.path {
 			obj, ok := cur.(map[string]any)
 			if !ok {
-				return nil, fmt.Errorf("%s: no value", v.raw)
+				return nil, msgf.Errorf("%s: no value", v.raw)
 			}
 			cur = obj[p]
 		}
 		if v.index >= 0 {
 			l, ok := cur.([]any)
 			if !ok || v.index >= len(l) {
-				return nil, fmt.Errorf("%s: no such element", v.raw)
+				return nil, msgf.Errorf("%s: no such element", v.raw)
 			}
 			cur = l[v.index]
 		}
@@ -549,7 +550,7 @@ func evalNode(n node, m Metrics) (any, error) {
 		lf, ok1 := l.(float64)
 		rf, ok2 := r.(float64)
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("arithmetic on %s and %s", show(l), show(r))
+			return nil, msgf.Errorf("arithmetic on %s and %s", show(l), show(r))
 		}
 		switch v.op {
 		case '+':
@@ -603,7 +604,7 @@ func show(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
-	return fmt.Sprint(v)
+	return msgf.Sprint(v)
 }
 
 func isNameByte(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }

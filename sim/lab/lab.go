@@ -16,10 +16,11 @@
 package lab
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // Lab is one parsed lab file.
@@ -81,5 +82,5 @@ func (l *Lab) Block(id string) (*Block, error) {
 		ids = append(ids, b.ID)
 	}
 	sort.Strings(ids)
-	return nil, &Error{File: l.File, Msg: fmt.Sprintf("no block with id %q (blocks: %s)", id, strings.Join(ids, ", "))}
+	return nil, &Error{File: l.File, Msg: msgf.Sprintf("no block with id %q (blocks: %s)", id, strings.Join(ids, ", "))}
 }

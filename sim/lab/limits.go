@@ -4,9 +4,10 @@ package lab
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"os"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // Limits on a lab file. The Markdown reader's time grows faster than the
@@ -37,7 +38,7 @@ func readLimited(path string) ([]byte, error) {
 }
 
 func tooLarge(file string) error {
-	return &Error{File: file, Msg: fmt.Sprintf("larger than %d bytes: a lab is one page; split it", MaxFileBytes)}
+	return &Error{File: file, Msg: msgf.Sprintf("larger than %d bytes: a lab is one page; split it", MaxFileBytes)}
 }
 
 // checkSize refuses a lab the reader would take too long over: too large, or
@@ -55,7 +56,7 @@ func checkSize(file string, src []byte) error {
 			rest = nil
 		}
 		if d := nesting(l); d > MaxNesting {
-			return &Error{File: file, Line: line, Msg: fmt.Sprintf("nested about %d deep in lists and block quotes; at most %d", d, MaxNesting)}
+			return &Error{File: file, Line: line, Msg: msgf.Sprintf("nested about %d deep in lists and block quotes; at most %d", d, MaxNesting)}
 		}
 	}
 	return nil

@@ -1,8 +1,9 @@
 package lab
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // A Predict is the question a page asks before it shows a block's results:
@@ -71,7 +72,7 @@ func (p *Predict) bind(b *Block, lab *names) error {
 		}
 	})
 	if bad != "" {
-		return fmt.Errorf("%q reads another block: a prediction is about its own block's results", bad)
+		return msgf.Errorf("%q reads another block: a prediction is about its own block's results", bad)
 	}
 	p.expr = n
 	return nil
@@ -85,7 +86,7 @@ func (p *Predict) Answer(m Metrics) (*PredictAnswer, error) {
 	}
 	f, ok := v.(float64)
 	if !ok {
-		return nil, fmt.Errorf("metric %q is %s, not a number", p.Metric, show(v))
+		return nil, msgf.Errorf("metric %q is %s, not a number", p.Metric, show(v))
 	}
 	a := &PredictAnswer{Value: f}
 	switch p.Kind {

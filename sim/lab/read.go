@@ -9,11 +9,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/yuin/goldmark"
@@ -91,7 +92,7 @@ func ParseContext(ctx context.Context, file string, src []byte) (*Lab, error) {
 					line = 2 + bytes.Count(fm[:m[0]], []byte("\n"))
 				}
 				return nil, &Error{File: file, Line: line,
-					Msg: fmt.Sprintf("front matter: scripts = %q: want the name of a folder next to the lab (letters, digits, - and _), e.g. \"php-persistent-share\"", meta.Scripts)}
+					Msg: msgf.Sprintf("front matter: scripts = %q: want the name of a folder next to the lab (letters, digits, - and _), e.g. \"php-persistent-share\"", meta.Scripts)}
 			}
 			l.Scripts = filepath.Join(filepath.Dir(file), meta.Scripts)
 		}
@@ -143,7 +144,7 @@ func ParseContext(ctx context.Context, file string, src []byte) (*Lab, error) {
 			return ast.WalkStop, &Error{File: file, Line: fenceLine, Msg: "a ```sim block needs an id: ```sim {id=\"name\"}"}
 		}
 		if prev, dup := seen[id]; dup {
-			return ast.WalkStop, &Error{File: file, Line: fenceLine, Block: id, Msg: fmt.Sprintf("id used twice (first at line %d)", prev)}
+			return ast.WalkStop, &Error{File: file, Line: fenceLine, Block: id, Msg: msgf.Sprintf("id used twice (first at line %d)", prev)}
 		}
 		seen[id] = fenceLine
 		b, err := parseBlock(file, id, line, code.Bytes())
@@ -190,14 +191,14 @@ func fenceAttrs(fc *ast.FencedCodeBlock, src []byte) (map[string]string, error) 
 	}
 	attrs, ok := parser.ParseAttributes(text.NewReader(info[i : i+j+1]))
 	if !ok {
-		return nil, fmt.Errorf("cannot read the fence's attributes %s; quote the values: {id=\"name\"}", info[i:i+j+1])
+		return nil, msgf.Errorf("cannot read the fence's attributes %s; quote the values: {id=\"name\"}", info[i:i+j+1])
 	}
 	for _, a := range attrs {
 		switch v := a.Value.(type) {
 		case []byte:
 			out[string(a.Name)] = string(v)
 		default:
-			out[string(a.Name)] = fmt.Sprint(v)
+			out[string(a.Name)] = msgf.Sprint(v)
 		}
 	}
 	return out, nil

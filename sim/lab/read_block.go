@@ -7,10 +7,11 @@ package lab
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/pelletier/go-toml/v2"
@@ -24,7 +25,7 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 		if rel > 0 {
 			l = line + rel - 1
 		}
-		return &Error{File: file, Line: l, Block: id, Msg: fmt.Sprintf(format, args...)}
+		return &Error{File: file, Line: l, Block: id, Msg: msgf.Sprintf(format, args...)}
 	}
 	var doc map[string]any
 	if err := toml.Unmarshal(src, &doc); err != nil {
@@ -62,7 +63,7 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 			}
 			for i, e := range list {
 				s, ok := e.(string)
-				el := lines[fmt.Sprintf("%s[%d]", k, i)]
+				el := lines[msgf.Sprintf("%s[%d]", k, i)]
 				if el == 0 {
 					el = lines[k]
 				}
@@ -106,7 +107,7 @@ func parseBlock(file, id string, line int, src []byte) (*Block, error) {
 				if !ok {
 					return nil, fail(lines[k], "variant: write each variant as a [[variant]] table")
 				}
-				prefix := fmt.Sprintf("variant[%d]", i)
+				prefix := msgf.Sprintf("variant[%d]", i)
 				vr := &Variant{Line: line + lines[prefix] - 1}
 				vkeys := sortedKeys(tm, lines, prefix+".")
 				for _, vk := range vkeys {
@@ -204,7 +205,7 @@ func keyLines(src []byte) map[string]int {
 			name, line := key(e)
 			table = name
 			if e.Kind == unstable.ArrayTable {
-				table = fmt.Sprintf("%s[%d]", name, counts[name])
+				table = msgf.Sprintf("%s[%d]", name, counts[name])
 				counts[name]++
 			}
 			lines[table] = line
@@ -218,7 +219,7 @@ func keyLines(src []byte) map[string]int {
 				i := 0
 				for c := v.Children(); c.Next(); i++ {
 					if n := c.Node(); n.Raw.Length > 0 {
-						lines[fmt.Sprintf("%s[%d]", path, i)] = lineOf(int(n.Raw.Offset))
+						lines[msgf.Sprintf("%s[%d]", path, i)] = lineOf(int(n.Raw.Offset))
 					}
 				}
 			}
@@ -256,7 +257,7 @@ func ParseSetting(kv string) (Setting, error) {
 	k, v, ok := strings.Cut(kv, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" {
-		return Setting{}, fmt.Errorf("--set %q: want key=value, e.g. --set rtt=30ms", kv)
+		return Setting{}, msgf.Errorf("--set %q: want key=value, e.g. --set rtt=30ms", kv)
 	}
 	v = strings.TrimSpace(v)
 	var doc map[string]any
@@ -274,13 +275,13 @@ func ParseSetting(kv string) (Setting, error) {
 	if strings.HasPrefix(k, "tier.") {
 		st, err := checkTierSetting(k, value, 0)
 		if err != nil {
-			return Setting{}, fmt.Errorf("--set %v", err)
+			return Setting{}, msgf.Errorf("--set %v", err)
 		}
 		return st, nil
 	}
 	s := sim.Default()
 	if err := s.Set(k, value); err != nil {
-		return Setting{}, fmt.Errorf("--set %v", err)
+		return Setting{}, msgf.Errorf("--set %v", err)
 	}
 	return Setting{Key: k, Value: value}, nil
 }

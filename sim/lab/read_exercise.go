@@ -6,13 +6,14 @@ package lab
 // package doc).
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/pelletier/go-toml/v2"
@@ -50,7 +51,7 @@ func (l *Lab) readExercises() ([]*Exercise, error) {
 			continue
 		}
 		if len(out) == maxExercisesALab {
-			return nil, &Error{File: l.File, Line: max(f.Line-1, 1), Msg: fmt.Sprintf("more than %d exercises in one lab", maxExercisesALab)}
+			return nil, &Error{File: l.File, Line: max(f.Line-1, 1), Msg: msgf.Sprintf("more than %d exercises in one lab", maxExercisesALab)}
 		}
 		fenceLine := max(f.Line-1, 1)
 		id := f.Attrs["id"]
@@ -58,10 +59,10 @@ func (l *Lab) readExercises() ([]*Exercise, error) {
 			return nil, &Error{File: l.File, Line: fenceLine, Msg: "an ```exercise block needs an id: ```exercise {id=\"name\"}"}
 		}
 		if !isName(id) {
-			return nil, &Error{File: l.File, Line: fenceLine, Msg: fmt.Sprintf("exercise id %q: use lower-case letters, digits, - and _", id)}
+			return nil, &Error{File: l.File, Line: fenceLine, Msg: msgf.Sprintf("exercise id %q: use lower-case letters, digits, - and _", id)}
 		}
 		if prev, dup := seen[id]; dup {
-			return nil, &Error{File: l.File, Line: fenceLine, Msg: fmt.Sprintf("exercise %q: id used twice (first at line %d)", id, prev)}
+			return nil, &Error{File: l.File, Line: fenceLine, Msg: msgf.Sprintf("exercise %q: id used twice (first at line %d)", id, prev)}
 		}
 		seen[id] = fenceLine
 		x, err := l.parseExercise(id, f.Line, fenceLine, []byte(f.Body), lab)
@@ -81,7 +82,7 @@ func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte, lab *nam
 		if rel := tomlLine(err); rel > 0 {
 			ln = line + rel - 1
 		}
-		return nil, &Error{File: l.File, Line: ln, Msg: fmt.Sprintf("exercise %q: TOML: %s", id, tomlMsg(err))}
+		return nil, &Error{File: l.File, Line: ln, Msg: msgf.Sprintf("exercise %q: TOML: %s", id, tomlMsg(err))}
 	}
 	x.lines = keyLines(src)
 	r := &exerciseReader{l: l, x: x, doc: doc, names: lab}
@@ -113,7 +114,7 @@ func (r *exerciseReader) fail(key string, format string, args ...any) error {
 			ln = x.Line + rel - 1
 		}
 	}
-	return &Error{File: x.File, Line: ln, Msg: fmt.Sprintf("exercise %q: ", x.ID) + fmt.Sprintf(format, args...)}
+	return &Error{File: x.File, Line: ln, Msg: msgf.Sprintf("exercise %q: ", x.ID) + msgf.Sprintf(format, args...)}
 }
 
 // keys refuses a key an exercise does not have, with a hint for the usual
@@ -128,7 +129,7 @@ func (r *exerciseReader) keys() error {
 		if !slices.Contains(exerciseKeys, k) {
 			hint := ""
 			if _, ok := sim.LookupParam(k); ok {
-				hint = fmt.Sprintf("; scenario keys go in set = { %s = … }", k)
+				hint = msgf.Sprintf("; scenario keys go in set = { %s = … }", k)
 			} else if k == "answer" {
 				hint = "; a number's answer is computed by the model: name the metric (metric = \"total_ms.p50\"), and for a choice write correct = N"
 			}
@@ -177,7 +178,7 @@ func (r *exerciseReader) strList(k string, max int) ([]string, error) {
 	for i, e := range list {
 		s, ok := e.(string)
 		if !ok || strings.TrimSpace(s) == "" || len(s) > MaxExerciseText {
-			return nil, r.fail(fmt.Sprintf("%s[%d]", k, i), "%s[%d]: want a non-empty string of at most %d characters", k, i, MaxExerciseText)
+			return nil, r.fail(msgf.Sprintf("%s[%d]", k, i), "%s[%d]: want a non-empty string of at most %d characters", k, i, MaxExerciseText)
 		}
 		out = append(out, s)
 	}
@@ -407,7 +408,7 @@ func (r *exerciseReader) placeholders() error {
 	}
 	for i, h := range x.Hints {
 		if err := x.checkPlaceholders(h, false); err != nil {
-			return r.fail(fmt.Sprintf("hints[%d]", i), "hints[%d]: %v", i, err)
+			return r.fail(msgf.Sprintf("hints[%d]", i), "hints[%d]: %v", i, err)
 		}
 	}
 	return nil
@@ -433,7 +434,7 @@ func (r *exerciseReader) expects() error {
 		home = &Block{ID: "", File: x.File}
 	}
 	for i, e := range list {
-		key := fmt.Sprintf("expect[%d]", i)
+		key := msgf.Sprintf("expect[%d]", i)
 		if x.lines[key] == 0 {
 			key = "expect"
 		}
@@ -488,12 +489,12 @@ func parseTolerance(v any) (float64, bool, error) {
 	switch t := v.(type) {
 	case int64:
 		if t < 0 {
-			return 0, false, fmt.Errorf("want 0 or more, got %d", t)
+			return 0, false, msgf.Errorf("want 0 or more, got %d", t)
 		}
 		return float64(t), false, nil
 	case float64:
 		if t < 0 || math.IsNaN(t) || math.IsInf(t, 0) {
-			return 0, false, fmt.Errorf("want 0 or more, got %v", t)
+			return 0, false, msgf.Errorf("want 0 or more, got %v", t)
 		}
 		return t, false, nil
 	case string:
@@ -502,11 +503,11 @@ func parseTolerance(v any) (float64, bool, error) {
 		s = strings.TrimSpace(strings.TrimSuffix(s, "%"))
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || (pct && f > 1000) {
-			return 0, false, fmt.Errorf("want \"10%%\" (of the answer) or a number (in the answer's unit), got %q", t)
+			return 0, false, msgf.Errorf("want \"10%%\" (of the answer) or a number (in the answer's unit), got %q", t)
 		}
 		return f, pct, nil
 	}
-	return 0, false, fmt.Errorf("want \"10%%\" or a number, got %s", describeTOML(v))
+	return 0, false, msgf.Errorf("want \"10%%\" or a number, got %s", describeTOML(v))
 }
 
 func describeTOML(v any) string {
@@ -518,7 +519,7 @@ func describeTOML(v any) string {
 	case bool:
 		return "a boolean"
 	}
-	return fmt.Sprintf("%v", v)
+	return msgf.Sprintf("%v", v)
 }
 
 // parseVary reads a vary entry: a list of values, or a range table
@@ -533,10 +534,10 @@ func parseVary(key string, v any) (Vary, error) {
 	switch t := v.(type) {
 	case []any:
 		if len(t) < 2 {
-			return vr, fmt.Errorf("want at least 2 values")
+			return vr, msgf.Errorf("want at least 2 values")
 		}
 		if len(t) > MaxVaryValues {
-			return vr, fmt.Errorf("at most %d values", MaxVaryValues)
+			return vr, msgf.Errorf("at most %d values", MaxVaryValues)
 		}
 		for _, e := range t {
 			s := sim.Default()
@@ -548,31 +549,31 @@ func parseVary(key string, v any) (Vary, error) {
 	case map[string]any:
 		for k := range t {
 			if k != "min" && k != "max" && k != "step" {
-				return vr, fmt.Errorf("unknown key %q in a range (min, max, step)", k)
+				return vr, msgf.Errorf("unknown key %q in a range (min, max, step)", k)
 			}
 		}
 		if p.Kind != "duration" && p.Kind != "int" && p.Kind != "float" {
-			return vr, fmt.Errorf("a range needs a number or duration key; %s is %s: list its values", key, p.Kind)
+			return vr, msgf.Errorf("a range needs a number or duration key; %s is %s: list its values", key, p.Kind)
 		}
 		num := func(name string) (float64, error) {
 			e, ok := t[name]
 			if !ok {
-				return 0, fmt.Errorf("range needs %s", name)
+				return 0, msgf.Errorf("range needs %s", name)
 			}
 			if p.Kind == "duration" {
 				s, ok := e.(string)
 				if !ok {
-					return 0, fmt.Errorf("%s: want a duration with its unit, e.g. \"10ms\"", name)
+					return 0, msgf.Errorf("%s: want a duration with its unit, e.g. \"10ms\"", name)
 				}
 				d, err := time.ParseDuration(s)
 				if err != nil {
-					return 0, fmt.Errorf("%s: want a duration with its unit, e.g. \"10ms\", got %q", name, s)
+					return 0, msgf.Errorf("%s: want a duration with its unit, e.g. \"10ms\", got %q", name, s)
 				}
 				return float64(d), nil
 			}
 			f, ok := toFloat64(e)
 			if !ok {
-				return 0, fmt.Errorf("%s: want a number", name)
+				return 0, msgf.Errorf("%s: want a number", name)
 			}
 			return f, nil
 		}
@@ -589,11 +590,11 @@ func parseVary(key string, v any) (Vary, error) {
 			return vr, err
 		}
 		if step <= 0 || hi <= lo {
-			return vr, fmt.Errorf("want min < max and step > 0")
+			return vr, msgf.Errorf("want min < max and step > 0")
 		}
 		n := math.Floor((hi-lo)/step+1e-9) + 1
 		if n > MaxVaryValues {
-			return vr, fmt.Errorf("%v values; at most %d", n, MaxVaryValues)
+			return vr, msgf.Errorf("%v values; at most %d", n, MaxVaryValues)
 		}
 		for i := 0; i < int(n); i++ {
 			f := lo + float64(i)*step
@@ -613,7 +614,7 @@ func parseVary(key string, v any) (Vary, error) {
 			vr.Values = append(vr.Values, e)
 		}
 	default:
-		return vr, fmt.Errorf("want a list of values or a range {min, max, step}")
+		return vr, msgf.Errorf("want a list of values or a range {min, max, step}")
 	}
 	return vr, nil
 }
@@ -635,12 +636,12 @@ func (x *Exercise) checkPlaceholders(text string, answerOK bool) error {
 		case err != nil || key == "":
 		case key == "answer":
 			if !answerOK {
-				err = fmt.Errorf("{answer} may only appear in explain")
+				err = msgf.Errorf("{answer} may only appear in explain")
 			}
 		case !knownParam(key):
-			err = fmt.Errorf("{%s} is not a scenario key (sim params lists them)", key)
+			err = msgf.Errorf("{%s} is not a scenario key (sim params lists them)", key)
 		case x.block == nil:
-			err = fmt.Errorf("{%s} needs block = \"…\" to take its value from", key)
+			err = msgf.Errorf("{%s} needs block = \"…\" to take its value from", key)
 		}
 		return tok
 	})
@@ -666,7 +667,7 @@ func (r *exerciseReader) rubric() error {
 		return r.fail("rubric", `rubric: want 1 to %d key points, e.g. rubric = [{ point = "…", any = ["word", "synonym"] }]`, maxRubricPoints)
 	}
 	for i, e := range list {
-		key := fmt.Sprintf("rubric[%d]", i)
+		key := msgf.Sprintf("rubric[%d]", i)
 		if x.lines[key] == 0 {
 			key = "rubric"
 		}

@@ -6,9 +6,10 @@ package lab
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // parsePredict reads a block's [predict] table; rel is the line (within
@@ -27,20 +28,20 @@ func parsePredict(v any, lines map[string]int) (p *Predict, rel int, err error) 
 	}
 	for k := range m {
 		if !contains(predictKeys, k) {
-			return nil, at(k), fmt.Errorf("predict: unknown key %q (keys: %s)", k, strings.Join(predictKeys, ", "))
+			return nil, at(k), msgf.Errorf("predict: unknown key %q (keys: %s)", k, strings.Join(predictKeys, ", "))
 		}
 	}
 	str := func(k string, required bool) (string, error) {
 		x, ok := m[k]
 		if !ok {
 			if required {
-				return "", fmt.Errorf("predict: %s is missing", k)
+				return "", msgf.Errorf("predict: %s is missing", k)
 			}
 			return "", nil
 		}
 		s, ok := x.(string)
 		if !ok || (required && strings.TrimSpace(s) == "") || len(s) > MaxExerciseText {
-			return "", fmt.Errorf("predict: %s: want a non-empty string of at most %d characters", k, MaxExerciseText)
+			return "", msgf.Errorf("predict: %s: want a non-empty string of at most %d characters", k, MaxExerciseText)
 		}
 		return s, nil
 	}
@@ -54,7 +55,7 @@ func parsePredict(v any, lines map[string]int) (p *Predict, rel int, err error) 
 		}
 	}
 	if p.expr, err = parseSide(p.Metric); err != nil {
-		return nil, at("metric"), fmt.Errorf("predict: metric %q: %v", p.Metric, err)
+		return nil, at("metric"), msgf.Errorf("predict: metric %q: %v", p.Metric, err)
 	}
 	_, hasChoices := m["choices"]
 	_, hasValues := m["values"]
@@ -68,20 +69,20 @@ func parsePredict(v any, lines map[string]int) (p *Predict, rel int, err error) 
 		cs, _ := m["choices"].([]any)
 		vs, _ := m["values"].([]any)
 		if len(cs) < 2 || len(cs) > maxPredictChoices || len(vs) != len(cs) {
-			return nil, at("choices"), fmt.Errorf("predict: want 2 to %d choices and as many values (the number each choice stands for)", maxPredictChoices)
+			return nil, at("choices"), msgf.Errorf("predict: want 2 to %d choices and as many values (the number each choice stands for)", maxPredictChoices)
 		}
 		for i := range cs {
 			s, ok := cs[i].(string)
 			if !ok || strings.TrimSpace(s) == "" || len(s) > MaxExerciseText {
-				return nil, at("choices"), fmt.Errorf("predict: choices[%d]: want a non-empty string", i)
+				return nil, at("choices"), msgf.Errorf("predict: choices[%d]: want a non-empty string", i)
 			}
 			f, ok := toFloat64(vs[i])
 			if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, at("values"), fmt.Errorf("predict: values[%d]: want a number", i)
+				return nil, at("values"), msgf.Errorf("predict: values[%d]: want a number", i)
 			}
 			for _, prev := range p.Values {
 				if prev == f {
-					return nil, at("values"), fmt.Errorf("predict: values[%d] = %v is given twice: the nearest choice would be ambiguous", i, f)
+					return nil, at("values"), msgf.Errorf("predict: values[%d] = %v is given twice: the nearest choice would be ambiguous", i, f)
 				}
 			}
 			p.Choices = append(p.Choices, s)
@@ -93,7 +94,7 @@ func parsePredict(v any, lines map[string]int) (p *Predict, rel int, err error) 
 			return nil, lines["predict"], errors.New(`predict: tolerance is missing: how close counts as right (tolerance = "10%" or a number)`)
 		}
 		if p.Tolerance, p.TolerancePct, err = parseTolerance(m["tolerance"]); err != nil {
-			return nil, at("tolerance"), fmt.Errorf("predict: tolerance: %v", err)
+			return nil, at("tolerance"), msgf.Errorf("predict: tolerance: %v", err)
 		}
 	}
 	if strings.Contains(p.Question, "{answer}") {

@@ -6,8 +6,9 @@ package lab
 // package doc).
 
 import (
-	"fmt"
 	"sort"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -18,17 +19,17 @@ import (
 func parseTiers(v any, lines map[string]int, line int) (names []string, settings []Setting, rel int, err error) {
 	tables, ok := v.([]any)
 	if !ok {
-		return nil, nil, lines["tier"], fmt.Errorf("tier: write each tier as a [[tier]] table with a name")
+		return nil, nil, lines["tier"], msgf.Errorf("tier: write each tier as a [[tier]] table with a name")
 	}
 	for i, t := range tables {
 		tm, ok := t.(map[string]any)
-		prefix := fmt.Sprintf("tier[%d]", i)
+		prefix := msgf.Sprintf("tier[%d]", i)
 		if !ok {
-			return nil, nil, lines["tier"], fmt.Errorf("tier: write each tier as a [[tier]] table with a name")
+			return nil, nil, lines["tier"], msgf.Errorf("tier: write each tier as a [[tier]] table with a name")
 		}
 		name, ok := tm["name"].(string)
 		if !ok {
-			return nil, nil, lines[prefix], fmt.Errorf("tier %d needs a name (name = \"app\")", i+1)
+			return nil, nil, lines[prefix], msgf.Errorf("tier %d needs a name (name = \"app\")", i+1)
 		}
 		scratch := sim.Default()
 		for _, prev := range names {
@@ -58,7 +59,7 @@ func parseTiers(v any, lines map[string]int, line int) (names []string, settings
 func variantTierSettings(v any, lines map[string]int, line int, prefix string) ([]Setting, int, error) {
 	byTier, ok := v.(map[string]any)
 	if !ok {
-		return nil, lines[prefix+".tier"], fmt.Errorf("tier: in a variant, set a tier's key as tier.NAME.KEY = value")
+		return nil, lines[prefix+".tier"], msgf.Errorf("tier: in a variant, set a tier's key as tier.NAME.KEY = value")
 	}
 	var out []Setting
 	names := make([]string, 0, len(byTier))
@@ -69,7 +70,7 @@ func variantTierSettings(v any, lines map[string]int, line int, prefix string) (
 	for _, n := range names {
 		keys, ok := byTier[n].(map[string]any)
 		if !ok {
-			return nil, lines[prefix+".tier."+n], fmt.Errorf("tier.%s: want tier.%s.KEY = value", n, n)
+			return nil, lines[prefix+".tier."+n], msgf.Errorf("tier.%s: want tier.%s.KEY = value", n, n)
 		}
 		for _, k := range sortedKeys(keys, lines, prefix+".tier."+n+".") {
 			kl := lines[prefix+".tier."+n+"."+k]

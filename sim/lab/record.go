@@ -4,10 +4,11 @@ package lab
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -83,7 +84,7 @@ func ReadRecord(path string) (*Record, error) {
 	}
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, msgf.Errorf("%s: %v", path, err)
 	}
 	return &r, nil
 }
@@ -161,7 +162,7 @@ func stale(b *Block, rb *RecordBlock) string {
 		return ""
 	}
 	if rb == nil {
-		return fmt.Sprintf("block %q is not in the record", b.ID)
+		return msgf.Sprintf("block %q is not in the record", b.ID)
 	}
 	for _, v := range b.Variants {
 		var rv *RecordVariant
@@ -172,13 +173,13 @@ func stale(b *Block, rb *RecordBlock) string {
 		}
 		switch {
 		case rv == nil:
-			return fmt.Sprintf("variant %s/%s is not in the record", b.ID, v.Name)
+			return msgf.Sprintf("variant %s/%s is not in the record", b.ID, v.Name)
 		case rv.Settings != b.Settings(v):
-			return fmt.Sprintf("variant %s/%s changed since it was recorded (recorded: %s; now: %s)", b.ID, v.Name, rv.Settings, b.Settings(v))
+			return msgf.Sprintf("variant %s/%s changed since it was recorded (recorded: %s; now: %s)", b.ID, v.Name, rv.Settings, b.Settings(v))
 		case rv.Runtime == nil:
-			return fmt.Sprintf("variant %s/%s did not run for real", b.ID, v.Name)
+			return msgf.Sprintf("variant %s/%s did not run for real", b.ID, v.Name)
 		case rv.Runtime["stand_in"] != "":
-			return fmt.Sprintf("variant %s/%s ran on a stand-in, not the real software (%s)", b.ID, v.Name, rv.Runtime["stand_in"])
+			return msgf.Sprintf("variant %s/%s ran on a stand-in, not the real software (%s)", b.ID, v.Name, rv.Runtime["stand_in"])
 		}
 	}
 	return ""

@@ -2,9 +2,10 @@ package lab
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 )
@@ -40,7 +41,7 @@ func (l *Lab) Prepare(id string, variants []string, params map[string]any) (*Req
 	}
 	b, err := l.Block(id)
 	if err != nil && len(id) > 100 {
-		err = errors.New("no block with id " + fmt.Sprintf("%q", Clip(id, 100)))
+		err = errors.New("no block with id " + msgf.Sprintf("%q", Clip(id, 100)))
 	}
 	if err != nil {
 		return nil, &FieldError{"block", err.Error()}
@@ -74,10 +75,10 @@ func pickVariants(b *Block, names []string) (*Block, error) {
 			for _, v := range b.Variants {
 				all = append(all, v.Name)
 			}
-			return nil, &FieldError{"variants", fmt.Sprintf("block %q has no variant %q (variants: %s)", b.ID, Clip(name, 64), strings.Join(all, ", "))}
+			return nil, &FieldError{"variants", msgf.Sprintf("block %q has no variant %q (variants: %s)", b.ID, Clip(name, 64), strings.Join(all, ", "))}
 		}
 		if want[name] {
-			return nil, &FieldError{"variants", fmt.Sprintf("variant %q named twice", Clip(name, 64))}
+			return nil, &FieldError{"variants", msgf.Sprintf("variant %q named twice", Clip(name, 64))}
 		}
 		want[name] = true
 	}

@@ -1,8 +1,9 @@
 package lab
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/jsonlite"
@@ -27,7 +28,7 @@ func checkTierSetting(key string, v any, line int) (Setting, error) {
 	name, _, _ := strings.Cut(strings.TrimPrefix(key, "tier."), ".")
 	s := sim.Default()
 	if err := s.AddTier(name); err != nil {
-		return Setting{}, fmt.Errorf("%s: %v", key, err)
+		return Setting{}, msgf.Errorf("%s: %v", key, err)
 	}
 	if err := s.Set(key, v); err != nil {
 		return Setting{}, err

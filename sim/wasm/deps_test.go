@@ -10,10 +10,10 @@ import (
 )
 
 // The page's .wasm (make wasm: sim/cmd/simwasm with the tag nolabparse)
-// links no Markdown or TOML reader, no encoding/json, no regexp and no
-// net/http: each would add tens of kilobytes to every reader's download.
-// (fmt stays: formatting the messages without it saved about 5 % of the
-// compressed .wasm, not worth a formatter of our own.)
+// links no Markdown or TOML reader, no encoding/json, no regexp, no
+// net/http, and no fmt or os (its messages are formatted by
+// sim/internal/msgf): each would add tens of kilobytes to every reader's
+// download.
 func TestWasmDeps(t *testing.T) {
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	cmd := exec.Command(goBin, "list", "-deps", "-tags", "nolabparse", "../cmd/simwasm")
@@ -27,7 +27,7 @@ func TestWasmDeps(t *testing.T) {
 		t.Fatalf("go list listed %d packages: %s", len(deps), out)
 	}
 	for _, d := range deps {
-		for _, bad := range []string{"github.com/yuin/goldmark", "github.com/pelletier/go-toml", "encoding/json", "regexp", "net/http"} {
+		for _, bad := range []string{"github.com/yuin/goldmark", "github.com/pelletier/go-toml", "encoding/json", "regexp", "net/http", "fmt", "os"} {
 			if d == bad || strings.HasPrefix(d, bad+"/") {
 				t.Errorf("the .wasm links %s", d)
 			}

@@ -2,7 +2,8 @@ package wasm
 
 import (
 	"context"
-	"fmt"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim/lab"
 )
@@ -32,7 +33,7 @@ func (s *Session) exercises(m *inMsg) {
 		seed = *m.Seed
 	}
 	if seed > MaxSeed {
-		s.fail(m.ID, "seed", fmt.Sprintf("want a whole number from 0 to %d, got %d", uint64(MaxSeed), seed))
+		s.fail(m.ID, "seed", msgf.Sprintf("want a whole number from 0 to %d, got %d", uint64(MaxSeed), seed))
 		return
 	}
 	lang := m.Lang

@@ -2,9 +2,10 @@ package wasm
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/runmsg"
@@ -54,7 +55,7 @@ func (s *Session) run(m *inMsg) {
 	s.mu.Lock()
 	if s.runs[r.id] != nil {
 		s.mu.Unlock()
-		s.fail(r.id, "id", fmt.Sprintf("a run with id %q is already in flight", r.id))
+		s.fail(r.id, "id", msgf.Sprintf("a run with id %q is already in flight", r.id))
 		return
 	}
 	s.runs[r.id] = cancel
@@ -174,7 +175,7 @@ func (b *batcher) add(e *sim.Event) {
 	case sim.KindRequest:
 		if b.requests++; b.requests > ModelRequests {
 			b.over = true
-			b.stop(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
+			b.stop(&fieldError{"duration", msgf.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
 		}
 		return
 	case sim.KindIdle:

@@ -17,9 +17,10 @@ package wasm
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/jsonlite"
@@ -134,14 +135,14 @@ func (s *Session) Handle(data []byte) {
 		cancel := s.runs[m.ID]
 		s.mu.Unlock()
 		if cancel == nil {
-			s.fail(m.ID, "id", fmt.Sprintf("no run with id %q in flight", m.ID))
+			s.fail(m.ID, "id", msgf.Sprintf("no run with id %q in flight", m.ID))
 			return
 		}
 		cancel(errCancelled)
 	case "exercises":
 		s.exercises(&m)
 	default:
-		s.fail(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run", "cancel", "lab" or "exercises"`, m.Type))
+		s.fail(m.ID, "type", msgf.Sprintf(`unknown message type %q: want "run", "cancel", "lab" or "exercises"`, m.Type))
 	}
 }
 
@@ -192,7 +193,7 @@ func (s *Session) lookup(name, lang string) (*lab.Lab, error) {
 	if l := s.labs[labKey(name, "en")]; l != nil {
 		return l, nil
 	}
-	return nil, fmt.Errorf("no page %q loaded", name)
+	return nil, msgf.Errorf("no page %q loaded", name)
 }
 
 // take waits for the session's turn; false if ctx ends first.
@@ -219,14 +220,14 @@ func (s *Session) prepare(m *inMsg) (*runReq, error) {
 	case m.ID == "":
 		return nil, &fieldError{"id", "a run needs an id (any string up to 64 bytes)"}
 	case len(m.ID) > 64:
-		return nil, &fieldError{"id", fmt.Sprintf("id is %d bytes long; at most 64", len(m.ID))}
+		return nil, &fieldError{"id", msgf.Sprintf("id is %d bytes long; at most 64", len(m.ID))}
 	}
 	switch m.Mode {
 	case "", "model":
 	case "real":
 		return nil, &fieldError{"mode", "real runs measure real servers on your machine: they need the local server (make serve)"}
 	default:
-		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, m.Mode)}
+		return nil, &fieldError{"mode", msgf.Sprintf(`mode %q: want "model" or "real"`, m.Mode)}
 	}
 	if m.Lab == "" {
 		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}
@@ -248,7 +249,7 @@ func (s *Session) prepare(m *inMsg) (*runReq, error) {
 		}
 		if err := checkLimits(sc); err != nil {
 			if len(sub.Variants) > 1 {
-				err.msg = fmt.Sprintf("variant %q: %s", sub.Variants[i].Name, err.msg)
+				err.msg = msgf.Sprintf("variant %q: %s", sub.Variants[i].Name, err.msg)
 			}
 			return nil, err
 		}
@@ -275,10 +276,10 @@ func as[T error](err error) (T, bool) {
 
 func checkLimits(sc *sim.Scenario) *fieldError {
 	if sc.Requests > ModelRequests {
-		return &fieldError{"requests", fmt.Sprintf("requests: %d is more than a model run streams (at most %d)", sc.Requests, ModelRequests)}
+		return &fieldError{"requests", msgf.Sprintf("requests: %d is more than a model run streams (at most %d)", sc.Requests, ModelRequests)}
 	}
 	if sc.Requests == 0 && sc.Load == "open" && sc.Rate*sc.Duration.Seconds() > float64(ModelRequests) {
-		return &fieldError{"duration", fmt.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", sc.Rate*sc.Duration.Seconds(), ModelRequests)}
+		return &fieldError{"duration", msgf.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", sc.Rate*sc.Duration.Seconds(), ModelRequests)}
 	}
 	return nil
 }

@@ -2,12 +2,13 @@ package jsonlite
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
 // A SyntaxError is JSON text that is not valid, at byte Offset.
@@ -139,7 +140,7 @@ func (d *decoder) value(depth int) (any, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return d.number()
 	}
-	return nil, d.fail(fmt.Sprintf("unexpected %q", d.s[d.i]))
+	return nil, d.fail(msgf.Sprintf("unexpected %q", d.s[d.i]))
 }
 
 func (d *decoder) word(w string) error {
@@ -268,7 +269,7 @@ func (d *decoder) str() (string, error) {
 				}
 				b = utf8.AppendRune(b, r)
 			default:
-				return "", d.fail(fmt.Sprintf("invalid escape \\%c", e))
+				return "", d.fail(msgf.Sprintf("invalid escape \\%c", e))
 			}
 		default:
 			b = append(b, c)
@@ -356,7 +357,7 @@ func describe(x any) string {
 	case map[string]any:
 		return "an object"
 	}
-	return fmt.Sprintf("%T", x)
+	return msgf.Sprintf("%T", x)
 }
 
 func assign(v reflect.Value, x any, path string, opt Options) error {
