@@ -228,46 +228,37 @@ func (m *chainModel) run(ctx context.Context) error {
 	m.startLoad()
 	m.startStalls()
 	m.schedule(m.s.SeriesInterval, ckSample, 0, 0)
-	for {
-		it, ok := m.next()
-		if !ok || m.cancelled(ctx) {
-			break
-		}
-		switch it.kind {
-		case ckSend:
-			m.userSend(it.a)
-		case ckArrive:
-			m.arrive(it.a)
-		case ckCPUDone:
-			m.cpuDone(it.a)
-		case ckResponse:
-			m.response(it.a)
-		case ckIdle:
-			m.idleTimer(it.a, it.b)
-		case ckTWEnd:
-			m.timeWaitEnd(int(it.a), side(it.b))
-		case ckMachDone:
-			m.machDone(it.a)
-		case ckLoadDone:
-			m.callBegin(it.a)
-		case ckLoadGate:
-			m.loadGate(it.a == 1)
-		case ckBesideDone:
-			m.besideDone(it.a)
-		case ckSample:
-			m.sample()
-			m.sampleAgain(m.s.SeriesInterval, ckSample)
-		}
-		if m.tooMany {
-			return errTooMany(&m.s)
-		}
-		if m.stopAt < 0 && m.pending == 0 && m.inFlight == 0 && m.loadEnded(m.s.Linger) {
-			break
-		}
+	if err := m.loop(ctx, m.step); err != nil {
+		return err
 	}
 	err := m.end(ctx, m.s.Linger)
 	m.sample()
 	return err
+}
+
+// chainSteps does what each kind of event does, by kind - ckSend.
+var chainSteps = [...]func(m *chainModel, a, b int32){
+	ckSend - ckSend:       func(m *chainModel, a, _ int32) { m.userSend(a) },
+	ckArrive - ckSend:     func(m *chainModel, a, _ int32) { m.arrive(a) },
+	ckCPUDone - ckSend:    func(m *chainModel, a, _ int32) { m.cpuDone(a) },
+	ckResponse - ckSend:   func(m *chainModel, a, _ int32) { m.response(a) },
+	ckIdle - ckSend:       (*chainModel).idleTimer,
+	ckTWEnd - ckSend:      func(m *chainModel, a, b int32) { m.timeWaitEnd(int(a), side(b)) },
+	ckSample - ckSend:     func(m *chainModel, _, _ int32) { m.sample(); m.sampleAgain(m.s.SeriesInterval, ckSample) },
+	ckMachDone - ckSend:   func(m *chainModel, a, _ int32) { m.machDone(a) },
+	ckLoadDone - ckSend:   func(m *chainModel, a, _ int32) { m.callBegin(a) },
+	ckLoadGate - ckSend:   func(m *chainModel, a, _ int32) { m.loadGate(a == 1) },
+	ckBesideDone - ckSend: func(m *chainModel, a, _ int32) { m.besideDone(a) },
+}
+
+// step handles one event; it reports when the run stops (an error: at
+// once, without the linger).
+func (m *chainModel) step(it item) (bool, error) {
+	chainSteps[it.kind-ckSend](m, it.a, it.b)
+	if m.tooMany {
+		return true, errTooMany(&m.s)
+	}
+	return m.stopAt < 0 && m.pending == 0 && m.inFlight == 0 && m.loadEnded(m.s.Linger), nil
 }
 
 // ---- The load.

@@ -138,6 +138,20 @@ func (c *clock) next() (item, bool) {
 	return it, true
 }
 
+// loop is the event loop of both engines: it hands each event to step in
+// time order until none is left, ctx ends, or step stops the run.
+func (c *clock) loop(ctx context.Context, step func(item) (stop bool, err error)) error {
+	for {
+		it, ok := c.next()
+		if !ok || c.cancelled(ctx) {
+			return nil
+		}
+		if stop, err := step(it); stop || err != nil {
+			return err
+		}
+	}
+}
+
 // cancelled reports, every 4096 events, whether ctx is done.
 func (c *clock) cancelled(ctx context.Context) bool {
 	return c.processed&0xfff == 0 && ctx.Err() != nil
@@ -276,44 +290,39 @@ func (m *model) socketEvents() bool { return m.sink != nil }
 func (m *model) run(ctx context.Context) error {
 	m.startLoad()
 	m.schedule(m.s.SeriesInterval, evSample, 0, 0)
-	for {
-		it, ok := m.next()
-		if !ok || m.cancelled(ctx) {
-			break
-		}
-		switch it.kind {
-		case evArrive:
-			m.arrive(it.a)
-		case evStartCall:
-			m.nextCall(it.a)
-		case evServerStart:
-			m.serverStart(it.a)
-		case evServerDone:
-			m.serverDone(it.a)
-		case evCallDone:
-			m.callDone(it.a)
-		case evServerIdle:
-			m.serverIdle(it.a, it.b)
-		case evTimeWaitEnd:
-			m.timeWaitEnd(it.a, it.b)
-		case evSample:
-			m.sample()
-			m.sampleAgain(m.s.SeriesInterval, evSample)
-		}
-		if m.tooMany {
-			return errTooMany(&m.s)
-		}
-		if m.stopAt < 0 && m.loadDone() {
-			m.loadEnd = m.now
-			if m.loadEnded(m.s.Linger) {
-				break
-			}
-		}
+	if err := m.loop(ctx, m.step); err != nil {
+		return err
 	}
 	err := m.end(ctx, m.s.Linger)
 	m.countClosesUnderWay()
 	m.sample()
 	return err
+}
+
+// modelSteps does what each kind of event does.
+var modelSteps = [...]func(m *model, a, b int32){
+	evArrive:      func(m *model, a, _ int32) { m.arrive(a) },
+	evStartCall:   func(m *model, a, _ int32) { m.nextCall(a) },
+	evServerStart: func(m *model, a, _ int32) { m.serverStart(a) },
+	evServerDone:  func(m *model, a, _ int32) { m.serverDone(a) },
+	evCallDone:    func(m *model, a, _ int32) { m.callDone(a) },
+	evServerIdle:  (*model).serverIdle,
+	evTimeWaitEnd: (*model).timeWaitEnd,
+	evSample:      func(m *model, _, _ int32) { m.sample(); m.sampleAgain(m.s.SeriesInterval, evSample) },
+}
+
+// step handles one event; it reports when the run stops (an error: at
+// once, without the linger).
+func (m *model) step(it item) (bool, error) {
+	modelSteps[it.kind](m, it.a, it.b)
+	if m.tooMany {
+		return true, errTooMany(&m.s)
+	}
+	if m.stopAt < 0 && m.loadDone() {
+		m.loadEnd = m.now
+		return m.loadEnded(m.s.Linger), nil
+	}
+	return false, nil
 }
 
 // countClosesUnderWay counts in the server's TIME_WAIT peak the closes under
