@@ -296,23 +296,13 @@ func (sp spec) reflected(v reflect.Value, a any) string {
 	case reflect.Float32, reflect.Float64:
 		return sp.format(v.Float())
 	case reflect.Slice, reflect.Array:
-		if sp.verb != 'v' && sp.verb != 's' && sp.verb != 'q' && sp.verb != 'd' {
-			break
+		if strings.ContainsRune("vsqd", sp.verb) {
+			return sp.elements("[", v.Len(), v.Index, "]")
 		}
-		parts := make([]string, v.Len())
-		for k := range parts {
-			parts[k] = sp.element(v.Index(k))
-		}
-		return "[" + strings.Join(parts, " ") + "]"
 	case reflect.Struct:
-		if sp.verb != 'v' {
-			break
+		if sp.verb == 'v' {
+			return sp.elements("{", v.NumField(), v.Field, "}")
 		}
-		parts := make([]string, v.NumField())
-		for k := range parts {
-			parts[k] = sp.element(v.Field(k))
-		}
-		return "{" + strings.Join(parts, " ") + "}"
 	case reflect.Pointer:
 		if v.IsNil() {
 			return "<nil>"
@@ -329,13 +319,19 @@ func (sp spec) reflected(v reflect.Value, a any) string {
 	return sp.bad(a)
 }
 
-// element formats an element of a slice or a field of a struct, with the
-// verb (but neither width nor Go syntax).
-func (sp spec) element(v reflect.Value) string {
-	if !v.CanInterface() {
-		return "?"
+// elements formats the n elements of a slice or fields of a struct, each
+// with the verb (but neither width nor Go syntax), between open and close.
+func (sp spec) elements(open string, n int, at func(int) reflect.Value, close string) string {
+	parts := make([]string, n)
+	each := spec{verb: sp.verb, prec: sp.prec, hasPrec: sp.hasPrec}
+	for k := range parts {
+		if v := at(k); v.CanInterface() {
+			parts[k] = each.format(v.Interface())
+		} else {
+			parts[k] = "?"
+		}
 	}
-	return spec{verb: sp.verb, prec: sp.prec, hasPrec: sp.hasPrec}.format(v.Interface())
+	return open + strings.Join(parts, " ") + close
 }
 
 // bad is fmt's report of a verb that does not fit its operand.
