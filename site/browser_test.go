@@ -330,13 +330,16 @@ func runWidget(ctx context.Context, id string) (*widgetState, error) {
 }
 
 // Every lab page in both languages: press Run on each block (the first in a
-// translation); the waterfall
-// has one row per call the server sent, the calls table has the model's
-// calls in order with their connection and time, the summary and the
-// expectations are sim run's.
+// translation); the waterfall has one row per call the server sent, the
+// calls table has the model's calls in order with their connection and
+// time, the summary and the expectations are sim run's; the console stays
+// free of errors and warnings.
 func TestBrowserLabs(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
+	// The page's head starts the model's worker before it knows that a
+	// server answers; with one, the worker stops its fetches quietly.
+	con := watchConsole(t, ctx)
 	base, _ := serve(t, s)
 	artifacts := filepath.Join(s.root, "artifacts", "browser")
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
@@ -386,6 +389,9 @@ func TestBrowserLabs(t *testing.T) {
 						t.Error(err)
 					}
 				}
+			}
+			if msgs := con.take(); len(msgs) > 0 {
+				t.Errorf("%s: the console: %q", p.url, msgs)
 			}
 		})
 	}

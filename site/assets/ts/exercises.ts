@@ -757,13 +757,16 @@ class Page {
   private async connect(): Promise<void> {
     const param = new URLSearchParams(location.search).get("seed");
     let info: ClassInfo | null = null;
-    this.server = (await host()).server;
+    const h = await host();
+    this.server = h.server;
     if (!this.server) {
       // A static host: class mode needs the teacher's server.
       const note = document.querySelector<HTMLElement>(".ex-toolbar .ex-class-static");
       if (note) note.hidden = false;
     }
-    if (this.server) {
+    // Only a server in class mode has /class/info (its probe says so):
+    // asking another one logged a 404 in the console of every lab page.
+    if (this.server && h.class) {
       try {
         const r = await fetch("/class/info", { headers: { Accept: "application/json" } });
         if (r.ok) info = (await r.json()) as ClassInfo;
