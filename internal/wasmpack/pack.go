@@ -1,8 +1,9 @@
 // Package wasmpack rewrites the data section of a WebAssembly module so
 // that it compresses better. Go's linker writes a new data segment after
 // every run of more than 8 zero bytes, which makes the module's raw size
-// small, but the page's model had about 46,000 segments whose headers (an
-// offset and a length each) compress far worse than the zeros they skip.
+// small, but the page's model had tens of thousands of segments, whose
+// headers (an offset and a length each) compress far worse than the
+// zeros they skip.
 // Pack merges segments whose gap is at most a given number of bytes,
 // writing the gap as zeros. Memory starts zeroed, so the module's memory at
 // start is the same byte for byte (Image shows it).
