@@ -11,6 +11,7 @@ package wasmpack
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -150,23 +151,13 @@ func readData(b []byte) ([]segment, error) {
 	if r.err != nil {
 		return nil, fmt.Errorf("data section: %w", r.err)
 	}
-	slices.SortStableFunc(segs, func(a, b segment) int { return int64cmp(int64(a.off), int64(b.off)) })
+	slices.SortStableFunc(segs, func(a, b segment) int { return cmp.Compare(a.off, b.off) })
 	for k := 1; k < len(segs); k++ {
 		if prev := segs[k-1]; uint64(segs[k].off) < uint64(prev.off)+uint64(len(prev.data)) {
 			return nil, fmt.Errorf("data section: segments at %d and %d overlap", prev.off, segs[k].off)
 		}
 	}
 	return segs, nil
-}
-
-func int64cmp(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // MaxZeros bounds the zeros Pack writes into one module, so that a module
