@@ -584,6 +584,81 @@ return s.querySelector(".ex-feedback").className; })()`, sel, fmt.Sprint(c.value
 // serves it with a type browsers take: the .wasm as application/wasm, the
 // host probe saying "no server". The .wasm's compressed size is logged
 // (make bench reports it).
+// TestStaticProbeOnce: a lab page asks the host's probe (api/server.json)
+// once: the model's worker, started by the page's head, asks it and tells
+// the page, which then does not ask too (model/client.ts host). With the
+// worker gone before it answered, the page asks itself.
+func TestStaticProbeOnce(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	con := watchConsole(t, ctx)
+	var mu sync.Mutex
+	probes := 0
+	noWorker := false
+	fs := http.FileServer(http.Dir(s.public))
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if strings.HasSuffix(r.URL.Path, "/api/server.json") {
+			probes++
+		}
+		missing := noWorker && strings.Contains(r.URL.Path, "/model-worker.")
+		mu.Unlock()
+		if missing {
+			http.NotFound(w, r)
+			return
+		}
+		fs.ServeHTTP(w, r)
+	}))
+	t.Cleanup(files.Close)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := probes
+		probes = 0
+		return n
+	}
+	for _, c := range []struct {
+		name    string
+		missing bool
+	}{
+		{"worker", false},
+		// The head's worker fails before it answers (its script missing):
+		// the page asks the probe itself, and the widgets still learn
+		// there is no server.
+		{"worker missing", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mu.Lock()
+			noWorker = c.missing
+			mu.Unlock()
+			count()
+			con.take()
+			if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+"/labs/php-persistent-share/")); err != nil {
+				t.Fatal(err)
+			}
+			st, err := chromedp.Run(ctx, chromedp.Poll[string](`document.documentElement.dataset.simServer || false`, chromedp.WithPollingTimeout(time.Minute)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st != "none" {
+				t.Errorf("data-sim-server = %q on a static host, want none", st)
+			}
+			if !c.missing {
+				waitModel(t, ctx)
+			}
+			time.Sleep(200 * time.Millisecond) // a second probe, if any, would be on its way
+			if n := count(); n != 1 {
+				t.Errorf("the page and its worker asked the probe %d times, want once", n)
+			}
+			if !c.missing {
+				if msgs := con.take(); len(msgs) > 0 {
+					t.Errorf("console: %v", msgs)
+				}
+			}
+		})
+	}
+}
+
 func TestStaticPublish(t *testing.T) {
 	s := site(t)
 	files := staticServer(t, s.public)

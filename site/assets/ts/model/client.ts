@@ -38,19 +38,25 @@ function config(): Config | null {
 
 let hostP: Promise<Host> | null = null;
 
-// host finds out once per page whether sim serve served it.
+// host finds out once per page whether sim serve served it. The worker
+// the page's head started asks the probe itself; its answer is taken, and
+// the page asks only when there is no such worker or it failed first.
 export function host(): Promise<Host> {
   if (hostP) return hostP;
   const shared = (window as unknown as { connlabHost?: Promise<Host> });
   if (shared.connlabHost) return (hostP = shared.connlabHost);
   const none: Host = { server: false, real: false, class: false };
   const c = config();
-  hostP = !c || !/^https?:$/.test(location.protocol)
-    ? Promise.resolve(none)
-    : fetch(c.probe, { cache: "no-store", headers: { Accept: "application/json" } })
-        .then((r) => (r.ok ? r.json() : none))
-        .then((j) => ({ server: !!j.server, real: !!j.real, class: !!j.class }))
-        .catch(() => none);
+  const ask = (): Promise<Host> =>
+    fetch(c!.probe, { cache: "no-store", headers: { Accept: "application/json" } })
+      .then((r) => (r.ok ? r.json() : none))
+      .then((j) => ({ server: !!j.server, real: !!j.real, class: !!j.class }))
+      .catch(() => none);
+  if (!c || !/^https?:$/.test(location.protocol)) hostP = Promise.resolve(none);
+  else {
+    const told = model.bootHost();
+    hostP = told ? told.then((h) => h || ask()) : ask();
+  }
   shared.connlabHost = hostP;
   return hostP;
 }
@@ -75,6 +81,25 @@ export class Model {
   onProgress(f: Progress): () => void {
     this.progress.add(f);
     return () => this.progress.delete(f);
+  }
+
+  private hostTold: ((h: Host | null) => void) | null = null;
+
+  // bootHost takes over the worker the page's head started, which asks
+  // the probe as it starts, and resolves with its answer (null when the
+  // worker failed before it answered). Null without such a worker.
+  bootHost(): Promise<Host | null> | null {
+    if (!(window as unknown as { connlabBoot?: Boot }).connlabBoot) return null;
+    const p = new Promise<Host | null>((resolve) => (this.hostTold = resolve));
+    this.preload();
+    // Not taken over (no model in this build after all): the page asks.
+    if ((window as unknown as { connlabBoot?: Boot }).connlabBoot) this.tellHost(null);
+    return p;
+  }
+
+  private tellHost(h: Host | null): void {
+    this.hostTold?.(h);
+    this.hostTold = null;
   }
 
   // preload starts the worker as the page starts, before the page knows
@@ -105,7 +130,7 @@ export class Model {
     if (!this.worker) this.spawn(c, false);
     else if (this.probedServer) {
       this.probedServer = false;
-      this.worker.postMessage(this.init(c, false));
+      this.startWorker(this.worker, c);
     }
     return this.ready;
   }
@@ -113,13 +138,19 @@ export class Model {
   private settle: ((ok: boolean) => void) | null = null;
   private probedServer = false;
 
-  // init is what the worker loads (worker.ts), the page's lab among it; the
-  // model's answer to that lab comes as "boot-lab" (see source).
-  private init(c: Config, probe: boolean): Record<string, unknown> {
-    const abs = (u: string) => new URL(u, location.href).href;
+  // initMessage is what the worker loads (worker.ts): the page's config as
+  // it stands, resolved there against the page's address, as the page's
+  // head sends it too (model-config.html).
+  private initMessage(c: Config, probe: boolean): Record<string, unknown> {
+    return { type: "init", config: c, base: location.href, probe };
+  }
+
+  // startWorker sends the worker its init; the model's answer to the
+  // page's lab, which the worker loads first, comes as "boot-lab" (see
+  // source).
+  private startWorker(w: Worker, c: Config): void {
     this.expectBootLab(c);
-    const lab = c.lab && { lab: c.lab.lab, lang: "en", url: abs(c.lab.url) };
-    return { type: "init", wasm: abs(c.wasm), bytes: c.bytes, probe: probe ? abs(c.probe) : "", lab };
+    w.postMessage(this.initMessage(c, false));
   }
 
   private bootLab: { key: string; url: string; reply: Promise<Reply> } | null = null;
@@ -145,12 +176,11 @@ export class Model {
     const boot = g.connlabBoot;
     delete g.connlabBoot;
     let w: Worker;
-    if (boot) {
-      w = boot.worker;
-      this.expectBootLab(c);
-    } else {
+    this.expectBootLab(c);
+    if (boot) w = boot.worker;
+    else {
       try {
-        w = new Worker(c.worker + "#" + encodeURIComponent(JSON.stringify(this.init(c, probe))));
+        w = new Worker(c.worker + "#" + encodeURIComponent(JSON.stringify(this.initMessage(c, probe))));
       } catch (e) {
         this.state = "failed";
         this.error = String(e);
@@ -169,6 +199,7 @@ export class Model {
       this.state = "failed";
       this.error = e.message || "the model's worker failed";
       e.preventDefault();
+      this.tellHost(null);
       this.settle?.(false);
     };
     w.onmessage = onMessage;
@@ -180,7 +211,7 @@ export class Model {
   }
 
   // news handles the worker's messages about loading.
-  private news(d: { type?: string; loaded?: number; total?: number; message?: string; at?: number }): void {
+  private news(d: { type?: string; loaded?: number; total?: number; message?: string; at?: number } & Partial<Host>): void {
     // The worker's steps in the page's timeline, at the time they happened
     // there (benchmarks read them).
     const mark = (name: string) => {
@@ -191,10 +222,13 @@ export class Model {
       case "up":
         mark("connlab:model-worker");
         break;
+      case "host":
+        this.tellHost({ server: !!d.server, real: !!d.real, class: !!d.class });
+        break;
       case "server":
         // The preload stopped: a server answers. A load() meanwhile
         // still wants the model.
-        if (this.ready) this.worker?.postMessage(this.init(config()!, false));
+        if (this.ready && this.worker) this.startWorker(this.worker, config()!);
         else this.probedServer = true;
         break;
       case "progress":
@@ -214,6 +248,7 @@ export class Model {
       case "failed":
         this.state = "failed";
         this.error = String(d.message || "");
+        this.tellHost(null);
         this.settle?.(false);
         break;
     }

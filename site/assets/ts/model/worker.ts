@@ -42,9 +42,12 @@ scope.connlabReady = () => {
 
 scope.postMessage({ type: "up", at: now() });
 
-// Init is what the worker loads: the .wasm (its size, for progress) and,
-// for a preload, the probe to ask first.
-interface Init { type?: string; wasm: string; bytes: number; probe: string; lab?: { lab: string; lang: string; url: string } }
+// Init is what the worker loads: the page's model config as the page has
+// it (layouts/_partials/model-config.html), the page's address its
+// addresses are relative to, and whether to ask the probe first (a
+// preload). Both the page's head and model/client.ts send it so.
+interface Config { wasm: string; bytes: number; probe: string; lab?: { lab: string; url: string } }
+interface Init { type?: string; config: Config; base: string; probe: boolean }
 
 scope.onmessage = (e: MessageEvent) => {
   const d = e.data;
@@ -56,10 +59,20 @@ scope.onmessage = (e: MessageEvent) => {
   if (d && d.type === "init") init(d);
 };
 
-function init(d: Init): void {
+function init(m: Init): void {
   if (started) return;
   started = true;
   void (async () => {
+    const c = m.config;
+    const abs = (u: string) => new URL(u, m.base).href;
+    // The page's lab in English, as the widgets read it (sim.ts); the
+    // exercises ask for theirs in the page's language themselves.
+    const d = {
+      wasm: abs(c.wasm),
+      bytes: c.bytes,
+      probe: m.probe ? abs(c.probe) : "",
+      lab: c.lab && { lab: c.lab.lab, lang: "en", url: abs(c.lab.url) },
+    };
     // A preload asks the probe (model/client.ts) and stops when a server
     // answers: the page then runs on the server. The model's fetch starts
     // at the same time, and stops then.
@@ -75,7 +88,7 @@ function init(d: Init): void {
           (err) => JSON.stringify({ type: "error", id: "boot-lab", message: String(err) }),
         );
     }
-    if (d.probe && (await serverAnswers(d.probe))) {
+    if (d.probe && (await askHost(d.probe)).server) {
       stop.abort();
       bootLab = null;
       started = false;
@@ -97,15 +110,22 @@ if (location.hash.length > 1) {
   }
 }
 
-// serverAnswers asks the probe (api/server.json) whether sim serve served
-// the page; no answer means no server.
-async function serverAnswers(url: string): Promise<boolean> {
+// askHost asks the probe (api/server.json) whether sim serve served the
+// page, and tells the page (model/client.ts host), which then need not
+// ask itself; no answer means no server.
+async function askHost(url: string): Promise<{ server: boolean }> {
+  let h = { server: false, real: false, class: false };
   try {
     const r = await fetch(url, { cache: "no-store", headers: { Accept: "application/json" } });
-    return r.ok && !!(await r.json()).server;
+    if (r.ok) {
+      const j = await r.json();
+      h = { server: !!j.server, real: !!j.real, class: !!j.class };
+    }
   } catch {
-    return false;
+    // no host: a static file the page itself could not read either
   }
+  scope.postMessage({ type: "host", ...h });
+  return h;
 }
 
 // start reads the .wasm's response, reporting progress, and runs it. A
