@@ -114,6 +114,8 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./sim ./sim/lab ./sim/internal/...
+	GOOS=js GOARCH=wasm $(GO) vet -tags nolabparse ./sim/wasm ./sim/cmd/simwasm
 
 # The real-server tests measure time on loopback, so they run last and
 # alone: browsers and builds on the same two cores would slow them down.

@@ -1,3 +1,9 @@
+//go:build !js
+
+// The tests of this package run the model natively and compare it with
+// sim serve and sim run; the .wasm itself is tested in a browser (site/).
+// Under GOOS=js only the package is vetted (make vet).
+
 package wasm
 
 import (
