@@ -122,7 +122,7 @@ async function askHost(url: string): Promise<{ server: boolean }> {
       h = { server: !!j.server, real: !!j.real, class: !!j.class };
     }
   } catch {
-    // no host: a static file the page itself could not read either
+    // no answer (a network error): no server, as for the page's own fetch
   }
   scope.postMessage({ type: "host", ...h });
   return h;
