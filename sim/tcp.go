@@ -44,3 +44,23 @@ func (m *model) restartAfterIdle(c *conn, idle time.Duration) {
 	}
 	c.cwnd = max(cwnd, restart)
 }
+
+// RoundTrips returns the round trips of one call as the model counts them
+// on a fresh connection's first call and on a kept connection: TCP's
+// handshake, a full TLS handshake (no resumption), setup_rtts, the request,
+// and the further windows of the response from the initial window; a kept
+// connection pays the last two only. It is an upper bound for later calls
+// (resumption, a grown window). The harness allows its own overhead once per
+// round trip when it compares a real run with the model.
+func (s *Scenario) RoundTrips() (newConn, reused int) {
+	rounds, _ := transferRounds(s.ResponseBytes, max(s.MSS, 1), max(s.InitCwnd, 1))
+	reused = rounds
+	newConn = 1 + s.SetupRTTs + reused
+	switch s.TLS {
+	case TLS12:
+		newConn += 2
+	case TLS13:
+		newConn++
+	}
+	return newConn, reused
+}

@@ -49,7 +49,9 @@ RTT: reused HTTPS calls with no server work, whose every microsecond beyond
 the round trip is the harness's (threads that slept through the round trip
 wake up late; a small VM shows tenths of a millisecond). It is printed
 with each variant, and up to ` + maxTareText + ` of it, the accuracy the emulated
-path promises, is added to the tolerance. Where about
+path promises for one round trip, is added to the tolerance of a phase for
+each round trip it holds (three for a call that opens a TLS 1.3
+connection, one for a reused call). Where about
 half the calls open a connection and half reuse one, the median of all calls
 falls between the two groups and is shown without a verdict: the totals of
 each kind (total, new conn; total, reused) are compared instead.
@@ -166,7 +168,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	out := ValidateOutput{Lab: l.Title, File: l.File, OK: true, Machine: machine(),
-		Tolerance: fmt.Sprintf("%s + the harness's own overhead, up to %s", tol, maxTareText)}
+		Tolerance: fmt.Sprintf("%s + the harness's own overhead, up to %s a round trip", tol, maxTareText)}
 	for _, b := range blocks {
 		bv, err := harness.Validate(ctx, b, opt, tol, *retries)
 		if err != nil {
@@ -318,7 +320,7 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 				printChain(w, v.Chain)
 			}
 			if len(v.Phases) > 0 {
-				fmt.Fprintf(w, "    harness overhead on this machine: %.3f ms a reused call (up to %s of it is in the tolerance column)\n",
+				fmt.Fprintf(w, "    harness overhead on this machine: %.3f ms a reused call (up to %s of it for each round trip is in the tolerance column)\n",
 					v.HarnessOverheadMS, maxTareText)
 				tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
 				fmt.Fprintln(tw, "    phase\tmodel ms\tmeasured p50\tp90\terror\ttolerance\t\t")

@@ -20,12 +20,73 @@ import (
 type Tolerance struct {
 	Pct float64
 	Abs time.Duration
+	// PerTrip is the harness's own overhead of a round trip (Tare, up to
+	// MaxTare), allowed once for every round trip a phase holds (Trips):
+	// each one ends in a wake-up that comes a little late, so a call on a
+	// new connection (three round trips with TLS 1.3) pays it three times.
+	PerTrip time.Duration
+	Trips   Trips
+}
+
+// Trips counts the waits the harness emulates in a call, from the
+// variant's scenario: round trips on a new connection and on a kept one
+// (sim.Scenario.RoundTrips), of which TLS's handshake; a DNS lookup and
+// the server's work, which the harness's DNS server and upstream also wait
+// out.
+type Trips struct {
+	NewConn, Reused, TLS, DNS, Server int
+}
+
+// TripsOf counts s's waits.
+func TripsOf(s *sim.Scenario) Trips {
+	n, r := s.RoundTrips()
+	t := Trips{NewConn: n, Reused: r, TLS: n - r - 1 - s.SetupRTTs}
+	if s.DNS > 0 {
+		t.DNS = 1
+	}
+	if s.ServerTime > 0 && s.Setup != sim.SetupRedis {
+		t.Server = 1 // redis-server does its own work: no wait of the harness's
+	}
+	return t
+}
+
+// WithTare allows the harness's measured overhead, up to MaxTare, once per
+// round trip of a call of scenario s.
+func (t Tolerance) WithTare(tare time.Duration, s *sim.Scenario) Tolerance {
+	t.PerTrip, t.Trips = min(tare, MaxTare), TripsOf(s)
+	return t
+}
+
+// of returns how many waits the median of a phase holds: those of a new
+// connection's call for the phases that open one, and for a median over
+// both kinds of call those of the kind most calls are.
+func (t Trips) of(phase string, mostlyNew bool) int {
+	newCall, reused := t.DNS+t.NewConn+t.Server, t.Reused+t.Server
+	switch phase {
+	case "namelookup":
+		return t.DNS
+	case "connect":
+		return t.DNS + 1
+	case "appconnect":
+		return t.DNS + 1 + t.TLS
+	case "total, new conn":
+		return newCall
+	case "total, reused":
+		return reused
+	}
+	if mostlyNew {
+		return newCall
+	}
+	return reused
 }
 
 // DefaultTolerance is max(5 %, 0.5 ms) of the model's median.
 var DefaultTolerance = Tolerance{Pct: 5, Abs: 500 * time.Microsecond}
 
 func (t Tolerance) String() string {
+	if t.PerTrip > 0 {
+		return fmt.Sprintf("max(%g%%, %s + %s a round trip)", t.Pct, sim.FormatDuration(t.Abs), sim.FormatDuration(t.PerTrip))
+	}
 	return fmt.Sprintf("max(%g%%, %s)", t.Pct, sim.FormatDuration(t.Abs))
 }
 
@@ -79,7 +140,9 @@ const MixedNote = "median of about as many new-connection calls as reused ones: 
 
 // ComparePhases compares the medians of curl's five phases and, when the
 // model has calls of both kinds, the totals of calls on new connections and
-// on reused ones.
+// on reused ones. A phase may differ from the model by the larger of
+// tol.Pct of the model's median and tol.Abs plus tol.PerTrip for each
+// round trip it holds.
 func ComparePhases(model, measured *sim.Summary, tol Tolerance) []PhaseRow {
 	type phase struct {
 		name   string
@@ -103,9 +166,11 @@ func ComparePhases(model, measured *sim.Summary, tol Tolerance) []PhaseRow {
 			phase{"total, new conn", model.NewConnTotal, measured.NewConnTotal, false},
 			phase{"total, reused", model.ReusedTotal, measured.ReusedTotal, false})
 	}
+	mostlyNew := model.Connects > model.Reused
 	rows := make([]PhaseRow, 0, len(phases))
 	for _, p := range phases {
-		allowed := max(tol.Pct/100*p.mo.P50, float64(tol.Abs)/1e6)
+		abs := tol.Abs + time.Duration(tol.Trips.of(p.name, mostlyNew))*tol.PerTrip
+		allowed := max(tol.Pct/100*p.mo.P50, float64(abs)/1e6)
 		diff := p.me.P50 - p.mo.P50
 		r := PhaseRow{Phase: p.name, ModelMS: p.mo.P50, MeasuredMS: p.me.P50, MeasuredP90MS: p.me.P90,
 			ToleranceMS: math.Round(allowed*1000) / 1000, OK: math.Abs(diff) <= allowed+1e-9}
@@ -245,7 +310,7 @@ type VariantComparison struct {
 	Attempts   int        `json:"attempts"`
 	// HarnessOverheadMS is what the harness itself adds to a reused call
 	// at this variant's RTT on this machine (Tare); up to MaxTare of it is
-	// added to the tolerance of every phase.
+	// added to the tolerance of every phase for each of its round trips.
 	HarnessOverheadMS float64      `json:"harness_overhead_ms"`
 	Model             *sim.Summary `json:"model,omitempty"`
 	Measured          *sim.Summary `json:"measured,omitempty"`
@@ -466,7 +531,7 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 				return nil, err
 			}
 			byName[vp.Name].HarnessOverheadMS = float64(tare.Microseconds()) / 1000
-			t.Abs += min(tare, MaxTare)
+			t = t.WithTare(tare, &vp.Scenario)
 		}
 		tols[vp.Name] = t
 	}

@@ -188,3 +188,45 @@ func TestCompareTimeWait(t *testing.T) {
 		t.Errorf("90 s: %+v", u)
 	}
 }
+
+// TestComparePhasesPerTrip: the harness's overhead is allowed once for
+// every round trip a phase holds. At 5 ms of RTT with TLS 1.3, a call on a
+// new connection is three round trips (TCP, TLS, the request) and a reused
+// one is one; with 0.4 ms measured, 0.3 ms (MaxTare) a round trip goes
+// into the tolerance: 0.5 + 3 × 0.3 = 1.4 ms and 0.5 + 0.3 = 0.8 ms.
+func TestComparePhasesPerTrip(t *testing.T) {
+	s := sim.Default()
+	s.RTT, s.TLS, s.DNS, s.ServerTime, s.ResponseBytes, s.SetupRTTs = 5*time.Millisecond, sim.TLS13, 0, 0, 200, 0
+	tol := DefaultTolerance.WithTare(400*time.Microsecond, &s)
+	if tol.PerTrip != MaxTare {
+		t.Fatalf("per round trip %s, want MaxTare", tol.PerTrip)
+	}
+	model := summaryOf(repeat(15, 10), repeat(5, 30))
+	measured := summaryOf(repeat(16.3, 10), repeat(5.9, 30)) // 1.3 and 0.9 ms over
+	want := map[string]struct {
+		tol float64
+		ok  bool
+	}{
+		"total, new conn": {1.4, true},
+		"total, reused":   {0.8, false},
+		"total":           {0.8, false}, // mostly reused calls: one round trip
+		"starttransfer":   {0.8, false},
+	}
+	for _, r := range ComparePhases(model, measured, tol) {
+		if w, ok := want[r.Phase]; ok && (math.Abs(r.ToleranceMS-w.tol) > 1e-9 || r.OK != w.ok) {
+			t.Errorf("%s: tolerance %.3f ms ok %v, want %.3f %v", r.Phase, r.ToleranceMS, r.OK, w.tol, w.ok)
+		}
+	}
+	// TLS 1.2, a DNS lookup, server work and a response of three windows:
+	// a new connection's call waits 1 + 1 + 2 + 3 + 1 times.
+	s.TLS, s.DNS, s.ServerTime, s.ResponseBytes = sim.TLS12, 30*time.Millisecond, 2*time.Millisecond, 50000
+	tr := TripsOf(&s)
+	for phase, n := range map[string]int{"namelookup": 1, "connect": 2, "appconnect": 4, "total, new conn": 8, "total, reused": 4} {
+		if got := tr.of(phase, false); got != n {
+			t.Errorf("%s: %d waits, want %d", phase, got, n)
+		}
+	}
+	if got := tol.String(); !strings.Contains(got, "round trip") {
+		t.Errorf("tolerance %q does not say it is per round trip", got)
+	}
+}

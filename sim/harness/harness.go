@@ -52,7 +52,8 @@
 // nice -20 where allowed (worker processes start at 19 and take -20 when
 // ready). What the harness still adds to a call (threads that slept
 // through the round trip wake up late) is measured before a validation
-// (Tare) and shown, and up to MaxTare of it goes into the tolerance. Two
+// (Tare) and shown, and up to MaxTare of it goes into the tolerance once
+// for each round trip of a phase (a wake-up ends every one). Two
 // costs of the real stacks that the model prices differently are measured
 // and given to the model rather than hidden: Go's TLS handshake CPU
 // (handshake_cpu, measured in each lab process) and go-redis's HELLO on

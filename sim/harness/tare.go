@@ -12,9 +12,10 @@ import (
 )
 
 // MaxTare caps the harness overhead that Validate adds to a variant's
-// tolerance: the accuracy the emulated path promises, 0.3 ms per round
-// trip. A machine that needs more is too busy to validate on, and the
-// comparison says so by failing.
+// tolerance for each round trip of a phase (Tolerance.PerTrip): the
+// accuracy the emulated path promises, 0.3 ms per round trip. A machine
+// that needs more is too busy to validate on, and the comparison says so by
+// failing.
 const MaxTare = 300 * time.Microsecond
 
 // tareSrc is the calibration block: reused HTTPS calls with no server

@@ -54,7 +54,8 @@ type doneVariant struct {
 	Model   *sim.Summary       `json:"model,omitempty"`
 	Compare []harness.PhaseRow `json:"compare,omitempty"`
 	// HarnessOverheadMS: what the harness adds to a reused call at the
-	// variant's RTT (harness.Tare), part of the comparison's tolerance.
+	// variant's RTT (harness.Tare), part of the comparison's tolerance
+	// once for each round trip of a phase.
 	HarnessOverheadMS float64 `json:"harness_overhead_ms,omitempty"`
 	// A real run's: the software that ran (runtime.name), what its
 	// probing script printed (checks), and for a variant the model rejects

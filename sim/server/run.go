@@ -446,11 +446,13 @@ func (r *run) execReal() error {
 		return err
 	}
 	tares := map[string]time.Duration{}
+	scenarios := map[string]*sim.Scenario{}
 	if s.opt.Tare != nil {
 		for _, v := range res.Variants {
 			if v.Scenario == nil || v.Summary == nil {
 				continue
 			}
+			scenarios[v.Name] = v.Scenario
 			d, err := s.opt.Tare(ctx, v.Scenario.RTT)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -469,8 +471,7 @@ func (r *run) execReal() error {
 		if !ok || dv.Model == nil || dv.Summary == nil {
 			continue
 		}
-		tol := harness.DefaultTolerance
-		tol.Abs += min(tare, harness.MaxTare)
+		tol := harness.DefaultTolerance.WithTare(tare, scenarios[dv.Name])
 		dv.Compare = harness.ComparePhases(dv.Model, dv.Summary, tol)
 		dv.HarnessOverheadMS = float64(tare.Microseconds()) / 1000
 	}

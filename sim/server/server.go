@@ -51,7 +51,8 @@ type Options struct {
 	Real RealFunc
 	// Tare measures the harness's own overhead of a reused call at an RTT
 	// (harness.Tare); up to harness.MaxTare of it is added to the tolerance
-	// of a real run's phase comparison, as sim validate does. nil: none.
+	// of a real run's phase comparison for each round trip of a phase, as
+	// sim validate does. nil: none.
 	Tare func(ctx context.Context, rtt time.Duration) (time.Duration, error)
 	// LoopbackHosts makes the server refuse requests whose Host header is
 	// not a loopback name or address (127.0.0.0/8, ::1, localhost): a page
