@@ -89,6 +89,10 @@ func (c *clientConn) Close() error {
 		c.Conn.Close() // its close_notify finds the socket closed
 		return err
 	}
+	if c.raw != nil && c.Conn != c.raw {
+		// TLS: the close_notify leaves with the FIN (netem.CorkForClose).
+		netem.CorkForClose(c.raw)
+	}
 	return c.Conn.Close()
 }
 

@@ -348,9 +348,18 @@ func (c *Conn) Close() error {
 
 // closeRaw closes the socket, with a reset if the application left bytes
 // unread (the kernel resets a connection closed with unread data).
+// Otherwise the FIN leaves at once, as close(2) sends it in curl or nginx:
+// Go's Close sends it only once the read loop's goroutine has let go of the
+// socket, and on a busy machine that came after the server had answered the
+// close_notify just before it by closing first (its TIME_WAIT instead of
+// the client's).
 func (c *Conn) closeRaw(unread bool) error {
-	if tc := tcpConn(c.raw); tc != nil && unread {
-		tc.SetLinger(0)
+	if tc := tcpConn(c.raw); tc != nil {
+		if unread {
+			tc.SetLinger(0)
+		} else {
+			tc.CloseWrite()
+		}
 	}
 	return c.raw.Close()
 }
