@@ -3,6 +3,7 @@ package netem
 import (
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -20,12 +21,59 @@ import (
 // when it is: in a burst (25 new connections at once) their windows
 // overlapped, and socket reads and connects waited for sysmon's poll, up to
 // 10 ms later. Spinners that do not yield hold the Ps the burst's own work
-// needs. What a wake-up adds instead is part of the harness overhead that
-// Tare measures.
+// needs. Instead the timer is armed early by how late wake-ups have come
+// lately (wakeLead); what a wake-up still adds is part of the harness
+// overhead that Tare measures.
 func preciseWait(t time.Time) {
-	if d := time.Until(t); d > 0 {
+	lead := wakeLead.get()
+	if d := time.Until(t) - lead; d > 0 {
+		armed := time.Now().Add(d)
 		timerSleep(d)
+		wakeLead.add(time.Since(armed))
 	}
+}
+
+// wakeLead learns how late a thread that sleeps on a timer wakes up on this
+// machine: on a small VM about 0.1 ms, twice in every emulated round trip
+// (the bytes' arrival, then their departure), which made the path's round
+// trip 0.3-0.4 ms longer than asked. A wait arms its timer that much early:
+// the 10th percentile of the last wake-ups' lateness, so that about one
+// wait in ten wakes up a little before its time (and returns then: it does
+// not spin) and the others a little after. It is capped at maxLead.
+var wakeLead lateness
+
+const (
+	maxLead     = 150 * time.Microsecond
+	leadSamples = 32
+)
+
+type lateness struct {
+	mu   sync.Mutex
+	ring [leadSamples]time.Duration
+	n    int // samples taken, up to the ring's size
+	next int
+	lead time.Duration
+}
+
+func (l *lateness) get() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lead
+}
+
+func (l *lateness) add(late time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ring[l.next] = max(late, 0)
+	l.next = (l.next + 1) % leadSamples
+	l.n = min(l.n+1, leadSamples)
+	if l.n < leadSamples/4 {
+		return
+	}
+	s := make([]time.Duration, l.n)
+	copy(s, l.ring[:l.n])
+	slices.Sort(s)
+	l.lead = min(s[l.n/10], maxLead)
 }
 
 // A timerFD is a CLOCK_MONOTONIC timerfd read through the netpoller.
