@@ -34,9 +34,9 @@ func preciseWait(t time.Time) {
 }
 
 // wakeLead learns how late a thread that sleeps on a timer wakes up on this
-// machine: on a small VM about 0.1 ms, twice in every emulated round trip
-// (the bytes' arrival, then their departure), which made the path's round
-// trip 0.3-0.4 ms longer than asked. A wait arms its timer that much early:
+// machine. It happens twice in every emulated round trip (the bytes'
+// arrival, then their departure), and on a small VM the two took most of
+// the accuracy the path promises (TestPathRTT). A wait arms its timer early:
 // the 10th percentile of the last wake-ups' lateness, so that about one
 // wait in ten wakes up a little before its time (and returns then: it does
 // not spin) and the others a little after. It is capped at maxLead.
