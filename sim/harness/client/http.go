@@ -89,9 +89,8 @@ func (c *clientConn) Close() error {
 		c.Conn.Close() // its close_notify finds the socket closed
 		return err
 	}
-	if c.raw != nil && c.Conn != c.raw {
-		// TLS: the close_notify leaves with the FIN (netem.CorkForClose).
-		netem.CorkForClose(c.raw)
+	if _, isTLS := c.Conn.(*tls.Conn); isTLS && c.raw != nil {
+		netem.CorkForClose(c.raw) // the close_notify leaves with the FIN
 	}
 	return c.Conn.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -48,18 +49,15 @@ const (
 )
 
 type lateness struct {
+	lead atomic.Int64 // nanoseconds; read by every wait without the lock
+
 	mu   sync.Mutex
 	ring [leadSamples]time.Duration
 	n    int // samples taken, up to the ring's size
 	next int
-	lead time.Duration
 }
 
-func (l *lateness) get() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lead
-}
+func (l *lateness) get() time.Duration { return time.Duration(l.lead.Load()) }
 
 func (l *lateness) add(late time.Duration) {
 	l.mu.Lock()
@@ -70,10 +68,9 @@ func (l *lateness) add(late time.Duration) {
 	if l.n < leadSamples/4 {
 		return
 	}
-	s := make([]time.Duration, l.n)
-	copy(s, l.ring[:l.n])
-	slices.Sort(s)
-	l.lead = min(s[l.n/10], maxLead)
+	s := l.ring // a copy on the stack: no allocation on this hot path
+	slices.Sort(s[:l.n])
+	l.lead.Store(int64(min(s[l.n/10], maxLead)))
 }
 
 // A timerFD is a CLOCK_MONOTONIC timerfd read through the netpoller.

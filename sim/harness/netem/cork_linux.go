@@ -19,15 +19,6 @@ func CorkForClose(c net.Conn) bool {
 	if tc == nil {
 		return false
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1)
-	}); err != nil {
-		return false
-	}
-	return serr == nil
+	_, ok := setsockoptInt(tc, syscall.IPPROTO_TCP, syscall.TCP_CORK, 1)
+	return ok
 }

@@ -48,13 +48,19 @@ func newStampedReader(c net.Conn) *stampedReader {
 // stamp asks the kernel to stamp what c receives.
 func stamp(c syscall.Conn) (syscall.RawConn, bool) {
 	holdTimestamps()
+	return setsockoptInt(c, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+}
+
+// setsockoptInt sets an integer option on c's socket and returns its raw
+// connection; false if it could not.
+func setsockoptInt(c syscall.Conn, level, opt, v int) (syscall.RawConn, bool) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, false
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+		serr = syscall.SetsockoptInt(int(fd), level, opt, v)
 	}); err != nil || serr != nil {
 		return nil, false
 	}
