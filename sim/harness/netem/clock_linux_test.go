@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -9,7 +10,10 @@ import (
 // TestWaitsLeaveTheNetpoller: a burst of waits falling due together must
 // not keep socket reads from being heard. Waits that spun yielding kept
 // Go's run queue full, and the scheduler polled the network only when
-// sysmon did, up to 10 ms later.
+// sysmon did, up to 10 ms later: then most echoes of a burst wait until
+// it ends, and their median is several milliseconds. It is the median
+// that is asserted; the slowest of the bursts' echoes is only logged,
+// because on a shared machine one of them may meet a descheduled thread.
 func TestWaitsLeaveTheNetpoller(t *testing.T) {
 	ln, err := Listen("tcp", "")
 	if err != nil {
@@ -35,7 +39,7 @@ func TestWaitsLeaveTheNetpoller(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	worst := time.Duration(0)
+	var echoes []time.Duration
 	for range 20 {
 		// 200 waits over 10 ms, as the emulated paths of 25 new connections
 		// on a slow machine.
@@ -57,11 +61,13 @@ func TestWaitsLeaveTheNetpoller(t *testing.T) {
 		if _, err := c.Read(make([]byte, 1)); err != nil {
 			t.Fatal(err)
 		}
-		worst = max(worst, time.Since(t0))
+		echoes = append(echoes, time.Since(t0))
 		wg.Wait()
 	}
-	t.Logf("slowest loopback echo during a burst of waits: %s", worst)
-	if worst > 5*time.Millisecond {
-		t.Errorf("a loopback echo took %s during a burst of waits: the waits keep the netpoller from running", worst)
+	slices.Sort(echoes)
+	median := echoes[len(echoes)/2]
+	t.Logf("loopback echoes during a burst of waits: median %s, slowest %s", median, echoes[len(echoes)-1])
+	if median > 2*time.Millisecond {
+		t.Errorf("the median loopback echo took %s during a burst of waits (all: %v): the waits keep the netpoller from running", median, echoes)
 	}
 }
