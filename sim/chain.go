@@ -215,6 +215,8 @@ func (s *Scenario) validateNoChain() error {
 		return paramErr("load_cpu", "the load generator's CPU is modelled for a block with [[tier]] tables only")
 	case s.LoadStalls != 0 || s.LoadStall != 0 || s.LoadStallP99 != 0:
 		return paramErr("load_stalls", "the load generator's stalls are modelled for a block with [[tier]] tables only")
+	case len(s.WorkerShares) > 0:
+		return paramErr("worker_shares", "the spread of connections over workers is modelled for a block with [[tier]] tables only")
 	}
 	return nil
 }
@@ -245,9 +247,15 @@ func (s *Scenario) validateChain() error {
 	if s.ServerConcurrency != 0 || s.AppTime != 0 {
 		return paramErr("server_concurrency", "a block with tiers describes each tier's work and concurrency in its [[tier]] table")
 	}
+	if len(s.WorkerShares) > 0 {
+		return paramErr("worker_shares", "each tier has its own workers: set tier.NAME.worker_shares")
+	}
 	for i := range s.Tiers {
 		t := s.TierScenario(i)
 		name := "tier." + s.Tiers[i].Name + "."
+		if len(t.WorkerShares) > t.Workers {
+			return paramErr(name+"worker_shares", "%d shares for %d workers", len(t.WorkerShares), t.Workers)
+		}
 		if t.SimultaneousClose+t.ServerClosesFirst > 1 {
 			return paramErr(name+"simultaneous_close", "server_closes_first + simultaneous_close = %g: the shares cannot exceed 1", t.SimultaneousClose+t.ServerClosesFirst)
 		}

@@ -973,10 +973,14 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 		ci = int32(len(m.conns) - 1)
 	}
 	t := &m.tiers[h]
-	// Connections go to the tier's workers in turn, or to one at random.
+	// Connections go to the tier's workers in turn, to one at random, or
+	// by the shares a real run measured.
 	w := int32(t.rr % len(t.workers))
 	t.rr++
-	if t.s.Dispatch == DispatchRandom {
+	switch {
+	case len(t.s.WorkerShares) > 0:
+		w = pickShare(t.s.WorkerShares, m.rng.Float64())
+	case t.s.Dispatch == DispatchRandom:
 		w = int32(m.rng.IntN(len(t.workers)))
 	}
 	m.connIDs++
@@ -991,6 +995,29 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 	m.open++
 	m.openPeak = max(m.openPeak, m.open)
 	return ci
+}
+
+// pickShare picks the worker whose share holds x, a draw in [0, 1): the
+// shares are weights, so x is scaled by their sum. Workers beyond the
+// list take none.
+func pickShare(shares []float64, x float64) int32 {
+	sum := 0.0
+	for _, f := range shares {
+		sum += f
+	}
+	x *= sum
+	last := int32(0)
+	for i, f := range shares {
+		if f <= 0 {
+			continue
+		}
+		last = int32(i)
+		if x < f {
+			return last
+		}
+		x -= f
+	}
+	return last // rounding at the top end
 }
 
 // allocPort finds a local port for a connection over hop h, by the

@@ -394,3 +394,81 @@ func TestChainTimeWaitReused(t *testing.T) {
 		}
 	}
 }
+
+// TestChainWorkerShares: a tier's new connections go to its workers by
+// the measured shares. All of the users' connections on one nginx worker
+// leave one keep-alive cache (the idle never pass one worker's N); all of
+// nginx's connections on one of two app processes, each a request at a
+// time, leave the other idle, and the app serves about half as many.
+func TestChainWorkerShares(t *testing.T) {
+	base := func() Scenario {
+		s := stackScenario(t)
+		set(t, &s, "tier.nginx.reuse", "upstream-keepalive", "tier.nginx.upstream_keepalive", 4, "tier.app.reuse", "pool",
+			"tier.app.workers", 2, "tier.app.threads", 1, "client_keepalive", true, "duration", "2s")
+		return s
+	}
+	even := runChainT(t, base(), nil)
+	s := base()
+	set(t, &s, "tier.nginx.worker_shares", []any{1.0, 0.0})
+	one := runChainT(t, s, nil)
+	if p := one.Hop["app"].IdlePeak; p > 4 {
+		t.Errorf("users on one nginx worker: %d idle at once, beyond its keepalive 4", p)
+	}
+	if even.Hop["app"].IdlePeak <= 4 {
+		t.Errorf("users on two nginx workers: %d idle at once, no more than one worker's keepalive 4 (the test shows nothing)", even.Hop["app"].IdlePeak)
+	}
+	s = base()
+	set(t, &s, "tier.app.worker_shares", "1, 0")
+	pinned := runChainT(t, s, nil)
+	if r := float64(pinned.Requests) / float64(even.Requests); r < 0.4 || r > 0.6 {
+		t.Errorf("app on one of two processes served %d requests, against %d on both: ratio %.2f, want about 0.5", pinned.Requests, even.Requests, r)
+	}
+}
+
+// TestWorkerSharesValidate: worker_shares takes weights for a tier's
+// workers; bad lists name the key.
+func TestWorkerSharesValidate(t *testing.T) {
+	for _, c := range []struct {
+		val  any
+		want string
+	}{
+		{[]any{0.5, -0.1}, "cannot be negative"},
+		{[]any{0.0, 0.0}, "every share is 0"},
+		{"0.5, x", "share 2"},
+		{true, "want a list of shares"},
+		{[]any{"a"}, "share 1"},
+	} {
+		s := stackScenario(t)
+		err := s.Set("tier.app.worker_shares", c.val)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "tier.app.worker_shares") {
+			t.Errorf("worker_shares = %v: %v, want %q", c.val, err, c.want)
+		}
+	}
+	s := stackScenario(t)
+	set(t, &s, "tier.app.worker_shares", "[0.5, 0.25, 0.25]")
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "3 shares for 1 workers") {
+		t.Errorf("more shares than workers: %v", err)
+	}
+	if v, _ := s.Get("tier.app.worker_shares"); v != "[0.5, 0.25, 0.25]" {
+		t.Errorf("Get = %q", v)
+	}
+	s = stackScenario(t)
+	set(t, &s, "worker_shares", []any{1.0})
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "tier.NAME.worker_shares") {
+		t.Errorf("worker_shares on a chain's block: %v", err)
+	}
+	s = Default()
+	set(t, &s, "worker_shares", []float64{1, 1})
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "[[tier]] tables only") {
+		t.Errorf("worker_shares without tiers: %v", err)
+	}
+	if got := pickShare([]float64{0, 3, 1}, 0.74); got != 1 {
+		t.Errorf("pickShare(0.74) = %d, want 1", got)
+	}
+	if got := pickShare([]float64{0, 3, 1}, 0.76); got != 2 {
+		t.Errorf("pickShare(0.76) = %d, want 2", got)
+	}
+	if got := pickShare([]float64{2, 0}, 0.999999); got != 0 {
+		t.Errorf("pickShare at the top = %d, want 0", got)
+	}
+}

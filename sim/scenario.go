@@ -35,6 +35,7 @@ type Scenario struct {
 	Workers         int           `key:"workers" min:"1" max:"10000" help:"worker processes (PHP-FPM children, nginx workers); each owns its own pools"`
 	Threads         int           `key:"threads" min:"0" max:"100000" help:"requests one worker serves at once (1: PHP; 0: unlimited, event-driven like nginx)"`
 	Dispatch        Dispatch      `key:"dispatch" help:"queue: the worker idle longest takes the next request (a shared accept queue); round-robin; random"`
+	WorkerShares    []float64     `key:"worker_shares" help:"tiers: the share of the tier's new connections each worker accepts, as a real run measured it (the kernel hands a connection to whichever worker takes it first, and a kept one stays with that worker); empty: dispatch spreads them (in turn, or at random)"`
 	MaxRequests     int           `key:"max_requests" min:"0" max:"10000000" help:"pm.max_requests: a worker is replaced after this many requests and its pools are dropped (0: never)"`
 	AppTime         time.Duration `key:"app_time" min:"0" max:"60s" help:"time a worker spends on a request besides its calls"`
 	CallsPerRequest int           `key:"calls_per_request" min:"0" max:"1000" help:"upstream calls each request makes, one after another"`
@@ -222,6 +223,7 @@ var (
 	durationType  = reflect.TypeFor[time.Duration]()
 	portRangeType = reflect.TypeFor[PortRange]()
 	setsType      = reflect.TypeFor[[][]string]()
+	sharesType    = reflect.TypeFor[[]float64]()
 	params        []Param
 	paramByKey    = map[string]*Param{}
 )
@@ -242,6 +244,8 @@ func init() {
 			p.Kind = "ports"
 		case f.Type == setsType:
 			p.Kind = "sets"
+		case f.Type == sharesType:
+			p.Kind = "shares"
 		case f.Type.Kind() == reflect.Int:
 			p.Kind = "int"
 		case f.Type.Kind() == reflect.Float64:
@@ -333,6 +337,12 @@ func formatValue(v reflect.Value) string {
 		return "[" + strings.Join(parts, ", ") + "]"
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []float64:
+		parts := make([]string, len(x))
+		for i, v := range x {
+			parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
 	default:
 		return msgf.Sprint(x)
 	}
@@ -457,6 +467,12 @@ func (s *Scenario) Set(key string, value any) error {
 			return paramErr(key, "%v", err)
 		}
 		f.Set(reflect.ValueOf(sets))
+	case "shares":
+		shares, err := toShares(value)
+		if err != nil {
+			return paramErr(key, "%v", err)
+		}
+		f.Set(reflect.ValueOf(shares))
 	}
 	return nil
 }
@@ -496,6 +512,59 @@ func describe(v any) string {
 	default:
 		return msgf.Sprintf("%v", x)
 	}
+}
+
+// maxShares bounds a worker_shares list: one share per worker at most.
+const maxShares = 10000
+
+// toShares accepts a list of numbers, [0.7, 0.3], or the same written on a
+// command line, "0.7,0.3" (brackets allowed); an empty list clears it.
+// Each share is a weight: the list need not add up to 1, but something in
+// it must be above 0.
+func toShares(v any) ([]float64, error) {
+	const want = "want a list of shares, one per worker, e.g. [0.7, 0.3]"
+	var items []any
+	switch x := v.(type) {
+	case []float64:
+		for _, f := range x {
+			items = append(items, f)
+		}
+	case []any:
+		items = x
+	case string:
+		x = strings.TrimSpace(x)
+		x = strings.TrimSuffix(strings.TrimPrefix(x, "["), "]")
+		for _, f := range strings.Split(x, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				items = append(items, f)
+			}
+		}
+	default:
+		return nil, msgf.Errorf("%s, got %s", want, describe(v))
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if len(items) > maxShares {
+		return nil, msgf.Errorf("%d shares: at most %d, one per worker", len(items), maxShares)
+	}
+	out := make([]float64, len(items))
+	sum := 0.0
+	for i, e := range items {
+		f, ok := toFloat(e)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, msgf.Errorf("%s; share %d is %s", want, i+1, describe(e))
+		}
+		if f < 0 {
+			return nil, msgf.Errorf("share %d is %g: a share cannot be negative", i+1, f)
+		}
+		out[i] = f
+		sum += f
+	}
+	if sum <= 0 {
+		return nil, msgf.Errorf("every share is 0: at least one worker must take connections")
+	}
+	return out, nil
 }
 
 // toSets accepts [["dns","connect"], ["dns"]], a single set ["dns","connect"]

@@ -469,7 +469,7 @@ func TestWidgetsMatchBlocks(t *testing.T) {
 						key := st.Key[strings.LastIndexByte(st.Key, '.')+1:]
 						tp, isParam := sim.LookupParam(key)
 						switch {
-						case isParam && !tp.Fixed && tp.Kind != "sets":
+						case isParam && !tp.Fixed && tp.Kind != "sets" && tp.Kind != "shares":
 							want = append(want, st.Key)
 						case data.Fixed[st.Key] == nil:
 							t.Errorf("block %s: %s is neither a control nor fixed text", b.ID, st.Key)

@@ -143,7 +143,7 @@ func (b *Block) Controls() (controls []Control, fixed []Setting) {
 		}
 	}
 	add := func(p sim.Param, st Setting) {
-		if p.Kind == "sets" || p.Fixed {
+		if p.Kind == "sets" || p.Kind == "shares" || p.Fixed {
 			fixed = append(fixed, st)
 		} else {
 			controls = append(controls, Control{Param: p, Value: st.Value})
