@@ -40,6 +40,19 @@ func printChain(w io.Writer, cc *harness.ChainComparison) {
 	if in := cc.Input; in != nil {
 		parts := []string{fmt.Sprintf("%d CPUs, of which other programs took %.2f in this window", in.CPUs, in.Background),
 			fmt.Sprintf("the load was held off the CPUs %.0f times a second, for %.2f ms (median; 99th percentile %.1f ms)", in.LoadStalls, in.LoadStallMS, in.LoadStallP99MS)}
+		var spread []string
+		for _, t := range []string{"nginx", "app"} {
+			if ws := in.WorkerShares[t]; len(ws) > 0 {
+				parts := make([]string, len(ws))
+				for i, v := range ws {
+					parts[i] = fmt.Sprintf("%.2f", v)
+				}
+				spread = append(spread, t+" "+strings.Join(parts, "/"))
+			}
+		}
+		if len(spread) > 0 {
+			parts = append(parts, "each process's part of its tier's work as measured, which places the model's connections ("+strings.Join(spread, ", ")+")")
+		}
 		for hop, sh := range in.Shares {
 			parts = append(parts, fmt.Sprintf("close race on hop %s as measured in this window (server first %.3f, both %.3f)", hop, sh[0], sh[1]))
 		}

@@ -395,6 +395,15 @@ func TestStackRunBlock(t *testing.T) {
 	if v.Summary.Hop["redis"].TimeWaitClient == 0 {
 		t.Errorf("measured Redis hop %+v", v.Summary.Hop["redis"])
 	}
+	// nginx's two workers' parts of its work, as measured, place the
+	// model's connections; the app's one process has none to give.
+	ws := s.TierScenario(0).WorkerShares
+	if len(ws) != 2 || math.Abs(ws[0]+ws[1]-1) > 0.002 || ws[0] < ws[1] {
+		t.Errorf("nginx's worker_shares %v: want its two workers' parts, largest first", ws)
+	}
+	if ws := s.TierScenario(1).WorkerShares; ws != nil {
+		t.Errorf("the app's one process has worker_shares %v", ws)
+	}
 }
 
 // stackCostKeys are the stack blocks' keys that sim validate measures again

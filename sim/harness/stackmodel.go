@@ -37,11 +37,17 @@ type StackModelInput struct {
 	// (server_closes_first, simultaneous_close), by hop; absent where no
 	// connection was closed in it (the software preset stays).
 	Shares map[string][2]float64 `json:"shares,omitempty"`
+	// WorkerShares: each worker process's part of its tier's work in this
+	// variant's measured window, largest first, by tier (nginx, app):
+	// where the kernel put the connections, given to the model as the
+	// tier's worker_shares. Absent for a tier of one process.
+	WorkerShares map[string][]float64 `json:"worker_shares,omitempty"`
 }
 
 // calibrated returns s with the measured inputs set: each tier's costs,
-// the machine's CPUs and background, the load's CPU per request, and the
-// close-race shares.
+// the machine's CPUs and background, the load's CPU per request, the
+// close-race shares, and how each tier's work was spread over its
+// processes.
 func calibrated(s sim.Scenario, in *StackModelInput) (sim.Scenario, error) {
 	c := in.Costs
 	set := func(key string, v any) error {
@@ -75,6 +81,12 @@ func calibrated(s sim.Scenario, in *StackModelInput) (sim.Scenario, error) {
 		p := "tier." + name + "."
 		for k, v := range map[string]float64{"server_time": tc.ServerTime, "server_conn_time": tc.ServerConnTime, "client_conn_time": tc.ClientConnTime} {
 			if err := set(p+k, ms(v)); err != nil {
+				return s, err
+			}
+		}
+		if ws := in.WorkerShares[stackTierRole(i)]; len(ws) > 0 {
+			ws = ws[:min(len(ws), s.TierScenario(i).Workers)]
+			if err := set(p+"worker_shares", ws); err != nil {
 				return s, err
 			}
 		}

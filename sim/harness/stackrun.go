@@ -103,7 +103,8 @@ func stackComponents(sv *StackVariant) []string {
 // stackModel calibrates a run's stack variants and runs the model of each
 // over its measured window: the costs are fitted over every variant's
 // calibration window; each variant's model is given the machine's CPUs,
-// the other programs' CPU and the close race's shares of its own window.
+// the other programs' CPU, the close race's shares and the spread of work
+// over each tier's processes, of its own window.
 func (r *Run) stackModel(ctx context.Context, seed uint64, res *lab.BlockResult, sink func(block, variant string, e *sim.Event)) error {
 	var cal []*stack.Result
 	for _, info := range r.Variants {
@@ -127,7 +128,7 @@ func (r *Run) stackModel(ctx context.Context, seed uint64, res *lab.BlockResult,
 		names := vp.Scenario.TierNames()
 		in := &StackModelInput{Costs: costs, CPUs: runtime.NumCPU(), Background: info.Stack.BackgroundCPU,
 			LoadStalls: info.Stack.LoadStallsPerS, LoadStallMS: info.Stack.LoadStallMS["p50"], LoadStallP99MS: info.Stack.LoadStallMS["p99"],
-			Shares: raceShares(info.Stack, names)}
+			Shares: raceShares(info.Stack, names), WorkerShares: info.Stack.WorkerShares}
 		s, err := calibrated(vp.Scenario, in)
 		if err != nil {
 			return fmt.Errorf("block %q, variant %q: %w", r.Plan.Block.ID, vp.Name, err)

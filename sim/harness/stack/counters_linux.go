@@ -167,7 +167,8 @@ func cpuTicks(pid int) (int64, error) {
 
 // runDelays reads, for every thread of pid and its descendants, the time
 // it has spent runnable but waiting for a CPU (nanoseconds, the second
-// field of /proc/PID/task/TID/schedstat), by thread ID.
+// field of /proc/PID/task/TID/schedstat) and the time it ran (the first),
+// by thread ID.
 func runDelays(pid int) (map[int]schedStat, error) {
 	out := map[int]schedStat{}
 	err := walkTree(pid, func(p int, _ []string) {
@@ -189,7 +190,8 @@ func runDelays(pid int) (map[int]schedStat, error) {
 			if len(f) < 3 {
 				continue
 			}
-			var st schedStat
+			st := schedStat{pid: p}
+			st.run, _ = strconv.ParseInt(f[0], 10, 64)
 			st.delay, _ = strconv.ParseInt(f[1], 10, 64)
 			st.runs, _ = strconv.ParseInt(f[2], 10, 64)
 			out[tid] = st
@@ -198,9 +200,24 @@ func runDelays(pid int) (map[int]schedStat, error) {
 	return out, err
 }
 
-// schedStat is one thread's /proc/PID/task/TID/schedstat: its run delay
-// (ns runnable but waiting for a CPU) and the times it was given a CPU.
-type schedStat struct{ delay, runs int64 }
+// schedStat is one thread's /proc/PID/task/TID/schedstat: its time on a
+// CPU (ns), its run delay (ns runnable but waiting for a CPU) and the
+// times it was given a CPU; pid is its process.
+type schedStat struct {
+	run, delay, runs int64
+	pid              int
+}
+
+// workerRun adds to run each process's time on a CPU since before, from
+// its threads' readings, leaving out the process skip (a master that
+// accepts no connection).
+func workerRun(run map[int]int64, before, now map[int]schedStat, skip int) {
+	for tid, v := range now {
+		if v.pid != skip {
+			run[v.pid] += v.run - before[tid].run
+		}
+	}
+}
 
 // delaySince sums the run delays and the times given a CPU accrued since
 // before: threads born since count from zero; threads that ended are

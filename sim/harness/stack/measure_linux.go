@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -286,8 +287,10 @@ func Measure(ctx context.Context, st *Stack, l Load) (*Result, error) {
 		return nil, err
 	}
 	accs := make([]*windowAcc, nl)
+	masters := st.tierPids(pids)
 	for i := range accs {
 		accs[i] = newWindowAcc(len(hops))
+		accs[i].masters = masters
 	}
 	for i := range n {
 		var lateSocks []hopSockets
@@ -391,11 +394,17 @@ type windowAcc struct {
 	ext              map[string]int64
 	pressure         [2]float64
 	slices           int
+	// workerRun: each worker process's time on a CPU, by tier (nginx,
+	// app); masters: the tiers' first processes, left out (they accept
+	// no connection).
+	workerRun map[string]map[int]int64
+	masters   map[string]int
 }
 
 func newWindowAcc(hops int) *windowAcc {
 	return &windowAcc{connects: make([]int64, hops), tw: make([][3]int, hops), idleClose: make([][2]int, hops),
-		openEnd: make([]int, hops), cpuTicks: map[string]int64{}, delay: map[string]time.Duration{}, runs: map[string]int64{}, ext: map[string]int64{}}
+		openEnd: make([]int, hops), cpuTicks: map[string]int64{}, delay: map[string]time.Duration{}, runs: map[string]int64{}, ext: map[string]int64{},
+		workerRun: map[string]map[int]int64{"nginx": {}, "app": {}}}
 }
 
 // add counts what happened between snapshots a and b: the load's requests
@@ -469,6 +478,9 @@ func (acc *windowAcc) add(a, b *snapshot, late []hopSockets, lw *loadWindow, lr 
 			acc.runs[t] += n
 		}
 	}
+	for t, run := range acc.workerRun {
+		workerRun(run, a.delay[t], b.delay[t], acc.masters[t])
+	}
 	acc.mach += b.mach - a.mach
 	acc.steal += b.steal - a.steal
 	acc.harness += b.harness - a.harness
@@ -520,10 +532,36 @@ func (acc *windowAcc) result(res *Result, hops []Hop, openPeak []int, closingPea
 			res.Utilisation[t] = round(ms/float64(acc.length.Milliseconds()), 3)
 		}
 	}
+	for t, run := range acc.workerRun {
+		if sh := shares(run); sh != nil {
+			if res.WorkerShares == nil {
+				res.WorkerShares = map[string][]float64{}
+			}
+			res.WorkerShares[t] = sh
+		}
+	}
 	res.MachineCPUMS, res.StealMS = float64(acc.mach)*10, float64(acc.steal)*10
 	if w := float64(acc.length.Milliseconds()); w > 0 {
 		res.BackgroundCPU = round(max(0, res.MachineCPUMS-stackMS)/w, 3)
 	}
+}
+
+// shares gives each process's part of the processes' run time, largest
+// first, to three places; nil for fewer than two processes or no time.
+func shares(run map[int]int64) []float64 {
+	var total int64
+	for _, v := range run {
+		total += max(v, 0)
+	}
+	if len(run) < 2 || total <= 0 {
+		return nil
+	}
+	out := make([]float64, 0, len(run))
+	for _, v := range run {
+		out = append(out, round(float64(max(v, 0))/float64(total), 3))
+	}
+	slices.SortFunc(out, func(a, b float64) int { return cmp.Compare(b, a) })
+	return out
 }
 
 // tierDelays reads each tier's threads' run delays ("load": this process).

@@ -44,8 +44,14 @@ type Result struct {
 	// NginxWorkerConns: the load's established connections each nginx
 	// worker held at the last sample, largest first (the kernel, not a
 	// rule, spreads them).
-	NginxWorkerConns []int  `json:"nginx_worker_conns,omitempty"`
-	LoadAvg          string `json:"loadavg_before"`
+	NginxWorkerConns []int `json:"nginx_worker_conns,omitempty"`
+	// WorkerShares: for nginx and the app, when they run several worker
+	// processes, each process's part of the tier's CPU time in the
+	// window (from its threads' schedstat), largest first. The kernel
+	// hands a new connection to whichever worker takes it first, and a
+	// kept connection stays with that worker: the parts need not be equal.
+	WorkerShares map[string][]float64 `json:"worker_shares,omitempty"`
+	LoadAvg      string               `json:"loadavg_before"`
 	// MachineCPUMS: the whole machine's busy CPU time in the window (all
 	// CPUs, /proc/stat), StealMS what the hypervisor took; BackgroundCPU:
 	// the machine's busy time that was not the stack's (other programs,
