@@ -43,11 +43,11 @@ func printChain(w io.Writer, cc *harness.ChainComparison) {
 		var spread []string
 		for _, t := range []string{"nginx", "app"} {
 			if ws := in.WorkerShares[t]; len(ws) > 0 {
-				parts := make([]string, len(ws))
+				each := make([]string, len(ws))
 				for i, v := range ws {
-					parts[i] = fmt.Sprintf("%.2f", v)
+					each[i] = fmt.Sprintf("%.2f", v)
 				}
-				spread = append(spread, t+" "+strings.Join(parts, "/"))
+				spread = append(spread, t+" "+strings.Join(each, "/"))
 			}
 		}
 		if len(spread) > 0 {

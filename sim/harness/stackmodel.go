@@ -39,8 +39,9 @@ type StackModelInput struct {
 	Shares map[string][2]float64 `json:"shares,omitempty"`
 	// WorkerShares: each worker process's part of its tier's work in this
 	// variant's measured window, largest first, by tier (nginx, app):
-	// where the kernel put the connections, given to the model as the
-	// tier's worker_shares. Absent for a tier of one process.
+	// the work follows the connections each process accepted and kept, so
+	// the model's tier takes its connections by these (worker_shares).
+	// Absent for a tier of one process.
 	WorkerShares map[string][]float64 `json:"worker_shares,omitempty"`
 }
 
