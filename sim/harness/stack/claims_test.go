@@ -25,7 +25,13 @@ const (
 
 func readRecordFile(t *testing.T) *Record {
 	t.Helper()
-	b, err := os.ReadFile(recordFile)
+	return readRecordAt(t, recordFile)
+}
+
+// readRecordAt reads the record of runs at path.
+func readRecordAt(t *testing.T, path string) *Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +46,14 @@ func readRecordFile(t *testing.T) *Record {
 // English and, in Korean, koClaim.
 func says(t *testing.T, claim, koClaim string) {
 	t.Helper()
-	for file, c := range map[string]string{labFile: claim, labFileKo: koClaim} {
+	pageSays(t, labFile, labFileKo, claim, koClaim)
+}
+
+// pageSays checks that the lab in en (English) and ko (its Korean
+// translation) states claim and koClaim, whitespace-insensitive.
+func pageSays(t *testing.T, en, ko, claim, koClaim string) {
+	t.Helper()
+	for file, c := range map[string]string{en: claim, ko: koClaim} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
