@@ -98,7 +98,7 @@ var blockOnlyKeys = map[string]bool{
 // TCP on addresses that need no lookup, answering small responses.
 var tierUnsupported = map[string]string{
 	"tls": "tiers are plain TCP", "tls_resume": "tiers are plain TCP", "early_data": "tiers are plain TCP",
-	"cert": "tiers are plain TCP", "handshake_cpu": "tiers are plain TCP", "setup_rtts": "not modelled in tiers",
+	"cert": "tiers are plain TCP", "handshake_cpu": "tiers are plain TCP", "resume_cpu": "tiers are plain TCP", "setup_rtts": "not modelled in tiers",
 	"dns": "tiers connect to addresses", "dns_cache_timeout": "tiers connect to addresses",
 	"share_sets": "not modelled in tiers", "app_time": "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",

@@ -795,3 +795,41 @@ func TestCloseUnderWayAtEnd(t *testing.T) {
 		t.Errorf("reuse = process: server TIME_WAIT peak %d, want 0 (curl notices the FIN on its next use)", res.Summary.ServerTimeWaitPeak)
 	}
 }
+
+// TestResumeCPU: resume_cpu prices a resumed handshake, in place of
+// OpenSSL's ECDHE for TLS 1.3 and of nothing for TLS 1.2; full handshakes
+// keep their price.
+func TestResumeCPU(t *testing.T) {
+	const given = 2 * time.Millisecond
+	for _, c := range []struct {
+		tls  TLSVersion
+		dflt time.Duration
+	}{{TLS13, 2 * ecdhP256}, {TLS12, 0}} {
+		s := Default()
+		// A share of the TLS session only: every call opens a connection,
+		// and all but the first resume.
+		s.Requests, s.Reuse, s.TLS, s.TLSResume = 3, ReuseProcess, c.tls, true
+		s.ShareSets = [][]string{{"ssl_session"}}
+		_, base := run(t, s)
+		s.ResumeCPU = given
+		_, priced := run(t, s)
+		bc, pc := calls(base), calls(priced)
+		if len(bc) != 3 || len(pc) != 3 {
+			t.Fatalf("%s: calls %d and %d, want 3", c.tls, len(bc), len(pc))
+		}
+		resumed := 0
+		for i := range bc {
+			b, p := bc[i], pc[i]
+			want := time.Duration(0)
+			if b.Handshake == HandshakeResumed {
+				want, resumed = given-c.dflt, resumed+1
+			}
+			if p.Handshake != b.Handshake || p.AppConnect-b.AppConnect != want {
+				t.Errorf("%s call %d (%s): appconnect %v→%v, want +%v", c.tls, i+1, b.Handshake, b.AppConnect, p.AppConnect, want)
+			}
+		}
+		if resumed != 2 {
+			t.Errorf("%s: %d resumed handshakes of 3 new connections, want 2", c.tls, resumed)
+		}
+	}
+}

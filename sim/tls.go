@@ -38,16 +38,23 @@ func (m *model) tlsHandshake(haveSession bool) handshake {
 	if m.s.HandshakeCPU > 0 {
 		full = m.s.HandshakeCPU // measured, e.g. for another TLS stack
 	}
+	resumed := 2 * ecdhP256 // TLS 1.3 psk_dhe_ke: one ECDHE per side
+	if m.s.TLS == TLS12 {
+		resumed = 0 // abbreviated handshake: symmetric crypto only
+	}
+	if m.s.ResumeCPU > 0 {
+		resumed = m.s.ResumeCPU // measured, e.g. for another TLS stack
+	}
 	resume := haveSession && m.s.TLSResume
 	switch {
 	case m.s.TLS == TLS12 && resume:
-		return handshake{HandshakeResumed, 1, 0}
+		return handshake{HandshakeResumed, 1, resumed}
 	case m.s.TLS == TLS12:
 		return handshake{HandshakeFull, 2, full}
 	case resume && m.s.EarlyData:
-		return handshake{Handshake0RTT, 0, 2 * ecdhP256}
+		return handshake{Handshake0RTT, 0, resumed}
 	case resume:
-		return handshake{HandshakeResumed, 1, 2 * ecdhP256}
+		return handshake{HandshakeResumed, 1, resumed}
 	default:
 		return handshake{HandshakeFull, 1, full}
 	}
