@@ -332,6 +332,7 @@ type VariantComparison struct {
 	// client's CPU (the scenario keys of the same names).
 	ConnectCPUMS    float64 `json:"connect_cpu_ms,omitempty"`
 	HandshakeCPUMS  float64 `json:"handshake_cpu_ms,omitempty"`
+	ResumeCPUMS     float64 `json:"resume_cpu_ms,omitempty"`
 	ClientCPUMS     float64 `json:"client_cpu_ms,omitempty"`
 	ClientReadCPUMS float64 `json:"client_read_cpu_ms,omitempty"`
 	// AppTimeMS: app_time as the model was given it (the block's, and the
@@ -456,7 +457,7 @@ func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *Varian
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		sc := rv.Scenario
 		vc.ConnectCPUMS, vc.HandshakeCPUMS, vc.ClientCPUMS, vc.ClientReadCPUMS = ms(sc.ConnectCPU), ms(sc.HandshakeCPU), ms(sc.ClientCPU), ms(sc.ClientReadCPU)
-		vc.AppTimeMS = ms(sc.AppTime)
+		vc.ResumeCPUMS, vc.AppTimeMS = ms(sc.ResumeCPU), ms(sc.AppTime)
 	}
 	switch {
 	case vp.Rejected != "" && info.RealError == "" && (rv.Summary == nil || info.StandIn != ""):

@@ -55,11 +55,12 @@
 // (Tare) and shown, and up to MaxTare of it goes into the tolerance once
 // for each round trip of a phase (a wake-up ends every one). Two
 // costs of the real stacks that the model prices differently are measured
-// and given to the model rather than hidden: Go's TLS handshake CPU
-// (handshake_cpu, measured in each lab process) and go-redis's HELLO on
-// every new connection (setup_rtts = 1). The clients' own CPU is not
-// priced by the model; at RTTs below a few milliseconds it shows as an
-// error of the same order as the harness's own overhead.
+// and given to the model rather than hidden: Go's TLS handshake CPU, full
+// and resumed (handshake_cpu, resume_cpu, measured in each lab process),
+// and go-redis's HELLO on every new connection (setup_rtts = 1). The
+// clients' own CPU is not priced by the model; at RTTs below a few
+// milliseconds it shows as an error of the same order as the harness's own
+// overhead.
 package harness
 
 import (
@@ -286,6 +287,9 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		vr.Summary = &sum
 		if rep.HandshakeCPU > 0 {
 			s.HandshakeCPU = rep.HandshakeCPU // what the model must be given to compare
+		}
+		if rep.ResumeCPU > 0 {
+			s.ResumeCPU = rep.ResumeCPU
 		}
 		switch rt := rep.Runtime; {
 		case rt != nil:

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"slices"
 	"time"
@@ -23,28 +24,37 @@ func TLSVersion(v sim.TLSVersion) uint16 {
 // offer X25519MLKEM768 first.
 var Curves = []tls.CurveID{tls.CurveP256}
 
-// MeasureHandshake times full TLS handshakes of this TLS stack (Go's
-// crypto/tls) on this machine, client and server in this process over
-// loopback with no delay, and returns the median: the CPU a handshake puts
-// on the critical path. The model prices handshakes at OpenSSL's speed; a
-// real run measures its own and gives it to the model as handshake_cpu, so
-// that model and measurement differ in round trips only.
-func MeasureHandshake(certs *pki.Certs, version sim.TLSVersion, kind sim.Cert) (time.Duration, error) {
+// Handshakes is what a TLS handshake of this TLS stack costs on this
+// machine: a full one and a resumed one (a session ticket from the last).
+type Handshakes struct {
+	Full, Resumed time.Duration
+}
+
+// MeasureHandshake times TLS handshakes of this TLS stack (Go's crypto/tls)
+// on this machine, client and server in this process over loopback with no
+// delay, and returns the medians of full and of resumed ones: the CPU a
+// handshake puts on the critical path. The model prices handshakes at
+// OpenSSL's speed; a real run measures its own and gives them to the model
+// as handshake_cpu and resume_cpu, so that model and measurement differ in
+// round trips only. (Go's resumed TLS 1.3 handshake costs several times
+// the two ECDHE the model would otherwise charge.)
+func MeasureHandshake(certs *pki.Certs, version sim.TLSVersion, kind sim.Cert) (Handshakes, error) {
+	var hs Handshakes
 	cert, err := certs.ServerCert(kind)
 	if err != nil {
-		return 0, err
+		return hs, err
 	}
 	pool, err := pki.CAPool(certs.CAPEM)
 	if err != nil {
-		return 0, err
+		return hs, err
 	}
 	v := TLSVersion(version)
 	ln, err := netem.Listen("tcp", "")
 	if err != nil {
-		return 0, err
+		return hs, err
 	}
 	defer ln.Close()
-	srv := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v, CurvePreferences: Curves, SessionTicketsDisabled: true}
+	srv := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v, CurvePreferences: Curves}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -53,31 +63,58 @@ func MeasureHandshake(certs *pki.Certs, version sim.TLSVersion, kind sim.Cert) (
 			if err != nil {
 				return
 			}
+			// One byte after the handshake: TLS 1.3 sends its session
+			// ticket after the handshake, and the client reads it with it.
+			// The client closes first.
 			tc := tls.Server(c, srv)
-			tc.Handshake()
+			if tc.Handshake() == nil {
+				tc.Write([]byte{1})
+				tc.Read(make([]byte, 1))
+			}
 			tc.Close()
 		}
 	}()
-	var ds []time.Duration
-	for i := range 8 {
-		raw, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			return 0, err
-		}
-		st := time.Now()
-		tc := tls.Client(raw, &tls.Config{ServerName: pki.APIHost, RootCAs: pool, MinVersion: v, MaxVersion: v, CurvePreferences: Curves})
-		err = tc.Handshake()
-		d := time.Since(st)
-		tc.Close()
-		if err != nil {
-			return 0, err
-		}
-		if i > 0 { // the first one warms caches up
-			ds = append(ds, d)
+	// Full and resumed handshakes alternate; each resumed one uses the
+	// ticket of the full one before it.
+	var full, resumed []time.Duration
+	for i := range 16 {
+		cache := tls.NewLRUClientSessionCache(1)
+		for j, resume := range []bool{false, true} {
+			raw, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				return hs, err
+			}
+			st := time.Now()
+			tc := tls.Client(raw, &tls.Config{ServerName: pki.APIHost, RootCAs: pool, MinVersion: v, MaxVersion: v,
+				CurvePreferences: Curves, ClientSessionCache: cache})
+			err = tc.Handshake()
+			d := time.Since(st)
+			if err == nil {
+				raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_, err = tc.Read(make([]byte, 1))
+			}
+			didResume := tc.ConnectionState().DidResume
+			tc.Close()
+			if err != nil {
+				return hs, err
+			}
+			if didResume != resume {
+				return hs, fmt.Errorf("TLS %s handshake %d of the measurement: resumed %v, want %v", version, 2*i+j+1, didResume, resume)
+			}
+			switch {
+			case i == 0: // the first of each kind warms caches up
+			case resume:
+				resumed = append(resumed, d)
+			default:
+				full = append(full, d)
+			}
 		}
 	}
 	ln.Close()
 	<-done
-	slices.Sort(ds)
-	return ds[len(ds)/2].Round(10 * time.Microsecond), nil
+	median := func(ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		return ds[len(ds)/2].Round(10 * time.Microsecond)
+	}
+	return Handshakes{Full: median(full), Resumed: median(resumed)}, nil
 }

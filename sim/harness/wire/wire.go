@@ -183,6 +183,11 @@ type Report struct {
 	// the workers' own (the php setups); 0 without TLS or when the
 	// scenario sets its own.
 	HandshakeCPU time.Duration `json:"handshake_cpu,omitempty"`
+	// ResumeCPU is a resumed TLS handshake's CPU, measured with
+	// HandshakeCPU for Go's clients (the php setups leave it 0, and the
+	// model prices it at OpenSSL's speed); 0 also without resumption or
+	// when the scenario sets its own.
+	ResumeCPU time.Duration `json:"resume_cpu,omitempty"`
 	// Runtime: the software the workers ran, when it is not the harness's
 	// own; Checks: what its probing script's statements returned or threw,
 	// by id (a statement's notices under ID_notice).
