@@ -451,10 +451,51 @@ func TestValidateRTTs(t *testing.T) {
 					opt.MaxDuration = 3 * time.Second
 				}
 				opt.Set = []lab.Setting{{Key: "rtt", Value: rtt}}
-				validate(t, b, opt)
+				validate(t, b, enoughCalls(t, b, opt))
 			})
 		})
 	}
+}
+
+// minCutRequests is how many requests a variant that the time limit cuts
+// short keeps at least in TestValidateRTTs. A phase is compared by its
+// median, and a median of one or two calls is one call: one late wake-up
+// of the harness decides it. (idle-timeouts' race block, a request every
+// 0.75 s compressed, kept 2 in 1.5 s, so "total, new conn" and "total,
+// reused" were one call each.)
+const minCutRequests = 10
+
+// enoughCalls doubles opt.MaxDuration, up to 12 s, until every variant of
+// b that the limit cuts short keeps minCutRequests requests. Variants the
+// lab itself makes short (requests = 2) stay as they are, and so does a
+// block whose pauses leave it short even at 12 s (a longer run would buy
+// no median).
+func enoughCalls(t *testing.T, b *lab.Block, opt Options) Options {
+	t.Helper()
+	short := func(o Options) bool {
+		p, err := NewPlan(context.Background(), b, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, vp := range p.Variants {
+			n, orig := vp.Scenario.Requests, vp.Original.Requests
+			if vp.Rejected == "" && n < minCutRequests && (orig == 0 || orig > n) && n < o.MaxRequests {
+				return true
+			}
+		}
+		return false
+	}
+	if !short(opt) {
+		return opt
+	}
+	for o := opt; o.MaxDuration < 12*time.Second; {
+		o.MaxDuration = min(2*o.MaxDuration, 12*time.Second)
+		if !short(o) {
+			t.Logf("at most %s a variant, so that a variant cut short keeps %d requests or more", o.MaxDuration, minCutRequests)
+			return o
+		}
+	}
+	return opt
 }
 
 // eachBlock runs f for every block of every lab (translations hold the
