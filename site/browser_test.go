@@ -60,6 +60,11 @@ func browser(t testing.TB) context.Context {
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900),
 		chromedp.Flag("lang", "en-US"),
+		// Chromium makes its profile lock's directory
+		// (org.chromium.Chromium.XXXXXX) in TMPDIR and removes it only
+		// when it exits cleanly; the allocator kills it. In the test's
+		// own folder, it goes when the test ends.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tab, cancelTab := chromedp.NewContext(actx)
