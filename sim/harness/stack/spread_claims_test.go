@@ -45,14 +45,9 @@ func spreadRuns(t *testing.T) []*Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b *lab.Block
-	for _, x := range l.Blocks {
-		if x.ID == "tiers" {
-			b = x
-		}
-	}
-	if b == nil {
-		t.Fatal("stack-connections has no block tiers")
+	b, err := l.Block("tiers")
+	if err != nil {
+		t.Fatal(err)
 	}
 	s, err := b.Scenario(b.Variant("base"), nil)
 	if err != nil {
