@@ -131,3 +131,46 @@ func TestClaimWorkerSpread(t *testing.T) {
 		"**Run real** gives the model the measured parts (`worker_shares`)",
 		"**실제로 실행**은 잰 몫을 모델에 넘깁니다(`worker_shares`)")
 }
+
+// Past these, nginx opened "more than a thousand" new connections to the
+// app during a run, or "fewer than fifty".
+const (
+	manyConnects = 1000
+	fewConnects  = 50
+)
+
+// TestClaimSpreadFollowsConnects: the app's work was shared (no process
+// over two fifths) in every run where nginx opened many new connections
+// to it, and in none where it opened few: nginx's requests stay on the
+// connections it keeps, with the processes that accepted them.
+func TestClaimSpreadFollowsConnects(t *testing.T) {
+	runs := spreadRuns(t)
+	var many, few int
+	for _, r := range runs {
+		app := hopOf(r, "app")
+		if app.Name == "" {
+			t.Fatalf("run %s has no app hop", r.Name)
+		}
+		top := r.WorkerShares["app"][0] // largest first
+		switch {
+		case app.Connects > manyConnects:
+			many++
+			if top > sharedMax {
+				t.Errorf("run %s: nginx opened %d connections to the app, yet one process did %.2f of its work: not shared", r.Name, app.Connects, top)
+			}
+		case app.Connects < fewConnects:
+			few++
+			if top <= sharedMax {
+				t.Errorf("run %s: nginx opened only %d connections to the app, yet no process did more than %.2f of its work: shared", r.Name, app.Connects, top)
+			}
+		}
+	}
+	// "Every run" and "none" mean something only with a few runs of each.
+	if many < 3 || few < 3 {
+		t.Errorf("%d runs with more than %d new connections to the app and %d with fewer than %d: too few to say every or none",
+			many, manyConnects, few, fewConnects)
+	}
+	pageSays(t, spreadLab, spreadLabKo,
+		"The app's work was shared in every run where nginx opened more than a thousand new connections to it, and in none where it opened fewer than fifty: a kept connection stays with the process that accepted it.",
+		"nginx가 앱으로 새 연결을 천 개 넘게 연 실행에서는 모두 앱의 일이 나뉘었고, 쉰 개도 열지 않은 실행에서는 한 번도 나뉘지 않았습니다. 유지되는 연결은 그것을 받아들인 프로세스에 머물기 때문입니다.")
+}
