@@ -104,6 +104,7 @@ var tierUnsupported = map[string]string{
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",
 	"max_requests":       "not modelled in tiers",
+	"drop_cpu":           "not modelled in tiers",
 }
 
 func isTierKey(key string) bool { return strings.HasPrefix(key, "tier.") }

@@ -718,20 +718,28 @@ func ExampleRun() {
 	// median ms: 14
 }
 
+// fourCalls runs s, then s as set changes it, and returns the calls of
+// each run: four, or the test fails.
+func fourCalls(t *testing.T, s Scenario, set func(*Scenario)) (before, after []Event) {
+	t.Helper()
+	_, base := run(t, s)
+	set(&s)
+	_, changed := run(t, s)
+	before, after = calls(base), calls(changed)
+	if len(before) != 4 || len(after) != 4 {
+		t.Fatalf("calls: %d and %d, want 4", len(before), len(after))
+	}
+	return before, after
+}
+
 // TestClientCPU: client_cpu delays every call's request, client_read_cpu
 // its end after the first byte, on new connections and kept ones alike;
 // connect_cpu delays a new connection's connect (and what follows it).
 func TestClientCPU(t *testing.T) {
 	s := Default()
 	s.Requests, s.Reuse = 4, ReuseProcess
-	_, base := run(t, s)
 	const send, read, conn = 3 * time.Millisecond, 5 * time.Millisecond, 7 * time.Millisecond
-	s.ClientCPU, s.ClientReadCPU, s.ConnectCPU = send, read, conn
-	_, slow := run(t, s)
-	bc, sc := calls(base), calls(slow)
-	if len(bc) != 4 || len(sc) != 4 {
-		t.Fatalf("calls: %d and %d, want 4", len(bc), len(sc))
-	}
+	bc, sc := fourCalls(t, s, func(s *Scenario) { s.ClientCPU, s.ClientReadCPU, s.ConnectCPU = send, read, conn })
 	for i := range bc {
 		b, c := bc[i], sc[i]
 		opening := time.Duration(0)
@@ -757,6 +765,43 @@ func TestClientCPU(t *testing.T) {
 			}
 			if d.is-d.was != d.want {
 				t.Errorf("call %d (new %v): %s %v→%v, want +%v", i+1, b.NewConn, d.name, d.was, d.is, d.want)
+			}
+		}
+	}
+}
+
+// TestDropCPU: a call that finds its kept connection closed by the server
+// (the pause outlasted keepalive_timeout) spends drop_cpu dropping it
+// before its name lookup, so every phase of that call is later by it; the
+// call before the pause, on no connection to drop, and the call after it,
+// on the new one, are not.
+func TestDropCPU(t *testing.T) {
+	s := Default()
+	s.Requests, s.Reuse = 4, ReuseProcess
+	s.PauseEvery, s.Pause, s.KeepaliveTimeout = 2, 80*time.Second, 75*time.Second
+	const drop = 3 * time.Millisecond
+	bc, sc := fourCalls(t, s, func(s *Scenario) { s.DropCPU = drop })
+	for i := range bc {
+		b, c := bc[i], sc[i]
+		want := time.Duration(0)
+		if i == 2 {
+			want = drop
+			if !b.NewConn {
+				t.Fatalf("call 3 reused a connection the server closed: %+v", b)
+			}
+		}
+		for _, d := range []struct {
+			name    string
+			was, is time.Duration
+		}{
+			{"namelookup", b.NameLookup, c.NameLookup},
+			{"connect", b.Connect, c.Connect},
+			{"appconnect", b.AppConnect, c.AppConnect},
+			{"starttransfer", b.StartTransfer, c.StartTransfer},
+			{"total", b.Total, c.Total},
+		} {
+			if d.is-d.was != want {
+				t.Errorf("call %d: %s %v→%v, want +%v", i+1, d.name, d.was, d.is, want)
 			}
 		}
 	}

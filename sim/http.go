@@ -23,22 +23,27 @@ func (m *model) beginCall(ri int32) {
 // queue, or a new one.
 func (m *model) acquire(ri int32) {
 	o := m.ownerFor(ri, ShareConnect)
+	start := m.now
 	if m.policy != polNone {
-		ci, raced, seen := m.takeIdle(o)
+		ci, raced, seen, dropped := m.takeIdle(o)
+		// The client drops the connections it found unusable before the
+		// call goes on (libcurl, as it looks in its pool).
+		start += time.Duration(dropped) * m.s.DropCPU
 		if raced {
 			// The request went out on a connection the server had just
 			// closed; the client learns it when the server's FIN arrives
-			// (its reset to the request would come later still).
+			// (its reset to the request would come later still), and
+			// drops that one too before it sends the call again.
 			m.reqs[ri].retried = true
 			if !m.s.RetryOnRace {
 				m.failCall(ri, seen, ErrorRace, false)
 				return
 			}
-			m.openConn(ri, o, seen)
+			m.openConn(ri, o, max(seen, start)+m.s.DropCPU)
 			return
 		}
 		if ci >= 0 {
-			m.useConn(ri, ci)
+			m.sendOn(ri, ci, start, 0)
 			return
 		}
 	}
@@ -51,7 +56,7 @@ func (m *model) acquire(ri int32) {
 		m.owners[o].waiters.push(ri)
 		return
 	}
-	m.openConn(ri, o, m.now)
+	m.openConn(ri, o, start)
 }
 
 // openConn opens a new connection for request ri's call, starting at t0:

@@ -165,13 +165,14 @@ func (m *model) dropOwner(o int32, reason CloseReason) {
 // a request sent now, closing the ones that cannot. It returns -1 when none
 // is left. raced reports a connection the server is closing as the request
 // goes out: the keep-alive race, which the client sees when the server's
-// FIN arrives, at seen.
-func (m *model) takeIdle(o int32) (ci int32, raced bool, seen time.Duration) {
+// FIN arrives, at seen. dropped counts the connections it closed on the
+// way (found closed or too old), each of which costs the client drop_cpu.
+func (m *model) takeIdle(o int32) (ci int32, raced bool, seen time.Duration, dropped int) {
 	for {
 		ow := &m.owners[o]
 		n := len(ow.idle)
 		if n == 0 {
-			return -1, false, 0
+			return -1, false, 0, dropped
 		}
 		ci = ow.idle[n-1]
 		ow.idle = ow.idle[:n-1]
@@ -182,20 +183,23 @@ func (m *model) takeIdle(o int32) (ci int32, raced bool, seen time.Duration) {
 			// The server's FIN arrived while the connection sat idle: the
 			// client finds it dead and drops it without a TIME_WAIT.
 			m.closeConn(ci, sideServer, ReasonDead)
+			dropped++
 		case m.s.MaxIdleAge > 0 && m.now-c.lastUsed > m.s.MaxIdleAge:
 			m.closeConn(ci, sideClient, ReasonMaxIdleAge)
+			dropped++
 		case m.s.MaxLifetime > 0 && m.now-c.created > m.s.MaxLifetime:
 			m.closeConn(ci, sideClient, ReasonMaxLifetime)
+			dropped++
 		case closing && m.now+m.half >= closeAt:
 			// The request reaches the server after its idle timer fired.
 			if !c.srvClosed {
 				m.serverClose(ci, closeAt, ReasonIdleTimeout)
 			}
 			m.closeConn(ci, sideServer, ReasonReset)
-			return -1, true, closeAt + m.half
+			return -1, true, closeAt + m.half, dropped
 		default:
 			c.state = connActive // a pending idle timer will find it busy
-			return ci, false, 0
+			return ci, false, 0, dropped
 		}
 	}
 }
