@@ -25,3 +25,9 @@ func RaisePriority() error { return errNotLinux }
 func LowerPriority() error { return errNotLinux }
 
 func StartLowPriority(cmd *exec.Cmd) error { return cmd.Start() }
+
+func OwnTableEnv() string { return "" }
+
+func ExecOwnTable() error { return nil }
+
+func SetUpOwnTable() (int, error) { return 0, nil }

@@ -1,0 +1,23 @@
+package kernel
+
+import "time"
+
+// Usage is what this process has used so far: CPU time (all its threads,
+// user and system) and page faults, Disk of them read from a file; and
+// what it waited for: RunDelay, the time its threads were ready to run but
+// waited for a CPU (the kernel's run queue), and Steal, the time the
+// hypervisor gave the machine's CPUs to others (all CPUs, not this
+// process's alone). A thread that ends takes its run delay with it.
+type Usage struct {
+	CPU      time.Duration
+	Faults   int64
+	Disk     int64
+	RunDelay time.Duration
+	Steal    time.Duration
+}
+
+// Sub is what u used since earlier.
+func (u Usage) Sub(earlier Usage) Usage {
+	return Usage{CPU: u.CPU - earlier.CPU, Faults: u.Faults - earlier.Faults, Disk: u.Disk - earlier.Disk,
+		RunDelay: u.RunDelay - earlier.RunDelay, Steal: u.Steal - earlier.Steal}
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package kernel
+
+func ReadUsage() (Usage, bool) { return Usage{}, false }
