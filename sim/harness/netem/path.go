@@ -161,9 +161,9 @@ func (c *Conn) readLoop() {
 	for {
 		var n int
 		var err error
-		var now time.Time
+		var now, readAt time.Time
 		if sr != nil {
-			n, now, err = sr.read(buf)
+			n, now, readAt, err = sr.read(buf)
 		} else {
 			n, err = c.raw.Read(buf)
 			now = time.Now()
@@ -173,6 +173,9 @@ func (c *Conn) readLoop() {
 		if !c.gotAny && n > 0 {
 			due = due.Add(c.p.FirstExtra)
 			c.gotAny = true
+		}
+		if n > 0 && !readAt.IsZero() {
+			noteLag(readAt.Sub(due))
 		}
 		if due.Before(c.lastDue) {
 			due = c.lastDue
@@ -195,11 +198,14 @@ func (c *Conn) readLoop() {
 	}
 }
 
-// Read returns bytes once their inbound delay has passed.
+// Read returns bytes once their inbound delay has passed. A Read that
+// waited for them and returns them after their due time was woken late:
+// that is the harness's lag (noteLag), as a read of bytes already due is.
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	waited := false
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -213,6 +219,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 			h := &c.in[0]
 			if !h.at.After(now) {
 				c.readDue = h.at
+				if waited {
+					noteLag(now.Sub(h.at))
+				}
 				n := 0
 				// Everything already due goes up at once, as from a socket.
 				for len(c.in) > 0 && n < len(p) && !c.in[0].at.After(now) {
@@ -248,6 +257,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if !dl.IsZero() && (target.IsZero() || dl.Before(target)) {
 			target = dl
 		}
+		waited = true
 		if target.IsZero() {
 			<-c.wake
 			continue
@@ -441,6 +451,7 @@ func (c *Conn) writeLoop() {
 			batch = append(batch, segs[i].data...)
 		}
 		if len(batch) > 0 {
+			noteWriteLag(now.Sub(segs[0].due))
 			if _, err := c.raw.Write(batch); err != nil {
 				c.mu.Lock()
 				if c.werr == nil {

@@ -67,9 +67,9 @@ func setsockoptInt(c syscall.Conn, level, opt, v int) (syscall.RawConn, bool) {
 	return rc, true
 }
 
-// read returns the bytes read and when they arrived (now, if the kernel
-// gave no time).
-func (s *stampedReader) read(buf []byte) (int, time.Time, error) {
+// read returns the bytes read, when they arrived (now, if the kernel gave
+// no time) and when this read returned.
+func (s *stampedReader) read(buf []byte) (int, time.Time, time.Time, error) {
 	var n, oobn int
 	var rerr error
 	err := s.rc.Read(func(fd uintptr) bool {
@@ -81,12 +81,12 @@ func (s *stampedReader) read(buf []byte) (int, time.Time, error) {
 		err = rerr
 	}
 	if err != nil {
-		return 0, now, err
+		return 0, now, now, err
 	}
 	if n == 0 {
-		return 0, now, errEOF
+		return 0, now, now, errEOF
 	}
-	return n, RxTime(s.oob[:oobn], now), nil
+	return n, RxTime(s.oob[:oobn], now), now, nil
 }
 
 // EnableRxTimestamps asks the kernel to stamp received datagrams.

@@ -11,7 +11,9 @@ type stampedReader struct{}
 
 func newStampedReader(net.Conn) *stampedReader { return nil }
 
-func (s *stampedReader) read(buf []byte) (int, time.Time, error) { return 0, time.Time{}, errEOF }
+func (s *stampedReader) read(buf []byte) (int, time.Time, time.Time, error) {
+	return 0, time.Time{}, time.Time{}, errEOF
+}
 
 func EnableRxTimestamps(*net.UDPConn) bool { return false }
 

@@ -1,0 +1,150 @@
+package netem
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestLag: bytes that arrive while the process's only P is held by a busy
+// goroutine are read late, past their due time, and Lag says by how much;
+// TakeLag starts anew.
+func TestLag(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ln, err := Listen("tcp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	peer := <-accepted
+	defer peer.Close()
+	const in = time.Millisecond
+	c := Path{In: in}.Wrap(raw)
+	defer c.Close()
+	time.Sleep(20 * time.Millisecond) // the read loop waits for bytes
+	TakeLag()
+	if _, err := peer.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the one P for 30 ms: the read loop runs when the scheduler
+	// preempts this goroutine or its monitor polls the network.
+	for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
+	}
+	b := make([]byte, 1)
+	if _, err := c.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	l := TakeLag()
+	if l.Max < 5*time.Millisecond || l.Late < 1 {
+		t.Errorf("lag %+v after holding the only P for 30 ms, want over 5 ms and a late read", l)
+	}
+	if l := TakeLag(); l != (Lag{}) {
+		t.Errorf("lag %+v after TakeLag, want none", l)
+	}
+}
+
+// TestDeliveryLag: bytes read on time but due later (the inbound delay)
+// go to a Read that waits for them; when that Read wakes late, past their
+// due time, Lag counts it.
+func TestDeliveryLag(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ln, err := Listen("tcp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	peer := <-accepted
+	defer peer.Close()
+	const in = 5 * time.Millisecond
+	c := Path{In: in}.Wrap(raw)
+	defer c.Close()
+	read := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		read <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the Read waits for bytes
+	TakeLag()
+	if _, err := peer.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // the read loop takes them, due 4 ms later
+	// Hold the one P for 30 ms, past their due time.
+	for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
+	}
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	if l := TakeLag(); l.Max < 10*time.Millisecond || l.Late < 1 {
+		t.Errorf("lag %+v after holding the only P for 30 ms past the bytes' due time, want over 10 ms and a late read", l)
+	}
+}
+
+// TestWriteLag: bytes held until a due time are written late when their
+// writer runs late, and Lag says by how much: a gated first write made
+// after the connect's round trip had passed, and an outbound path's
+// write loop that the only P's busy goroutine holds up.
+func TestWriteLag(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ln := closingListener(t)
+	TakeLag()
+	g, _, err := Dialer{RTT: time.Millisecond}.DialGated(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	time.Sleep(10 * time.Millisecond) // the request is written 9 ms after the gate opened
+	if _, err := g.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if l := TakeLag(); l.WriteMax < 5*time.Millisecond || l.LateWrites != 1 || l.Max != 0 {
+		t.Errorf("lag %+v after a gated write 9 ms late, want a late write over 5 ms and no late read", l)
+	}
+
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Path{Out: time.Millisecond}.Wrap(raw)
+	defer c.Close()
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the one P for 30 ms: the write loop runs when the scheduler
+	// preempts this goroutine.
+	for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
+	}
+	time.Sleep(5 * time.Millisecond) // the write loop writes
+	if l := TakeLag(); l.WriteMax < 5*time.Millisecond || l.LateWrites < 1 {
+		t.Errorf("lag %+v after holding the only P for 30 ms, want a write over 5 ms late", l)
+	}
+	if l := TakeLag(); l != (Lag{}) {
+		t.Errorf("lag %+v after TakeLag, want none", l)
+	}
+}
