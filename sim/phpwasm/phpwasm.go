@@ -21,6 +21,7 @@
 package phpwasm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,11 +100,15 @@ type Info struct {
 	// What the client costs besides the network (ns), measured by the
 	// warm-up (or a measure job) on a path without delay or server work,
 	// as the model's keys of the same names take it: opening a TCP
-	// connection, a full TLS handshake (client and server), and on a kept
-	// connection the call until the answer's first byte and after it. 0
-	// without warm-up.
+	// connection, a full TLS handshake (client and server), a resumed one
+	// (TLS 1.3 with tls_resume only: libcurl resumes no TLS 1.2 session
+	// with the upstream), dropping a kept connection the server closed,
+	// and on a kept connection the call until the answer's first byte and
+	// after it. 0 without warm-up.
 	ConnectCPU    time.Duration `json:"connect_cpu"`
 	HandshakeCPU  time.Duration `json:"handshake_cpu"`
+	ResumeCPU     time.Duration `json:"resume_cpu"`
+	DropCPU       time.Duration `json:"drop_cpu"`
 	ClientCPU     time.Duration `json:"client_cpu"`
 	ClientReadCPU time.Duration `json:"client_read_cpu"`
 	// RequestCPU is a request's own cost besides its calls (request
@@ -209,26 +214,39 @@ func Root(dirs ...string) (string, error) {
 
 // Script returns the absolute path of the script a variant runs: name in
 // dir (the lab's folder) when the lab names one, else ScriptFor's choice.
+// A block's share sets other than the default reach only a script that
+// reads them (SHARE_OPTIONS); with another, the real run would use the
+// script's own options and the model the sets, so that is an error.
 func Script(dir, name, variant string, s *sim.Scenario) (string, error) {
+	p := filepath.Join(dir, name)
 	if name == "" {
-		p, err := ScriptFor(dir, variant, s)
-		if err != nil {
+		var err error
+		if p, err = ScriptFor(dir, variant, s); err != nil {
 			return "", err
 		}
-		return filepath.Abs(p)
+		name = filepath.Base(p)
 	}
-	p := filepath.Join(dir, name)
-	if _, err := os.Stat(p); err != nil {
+	src, err := os.ReadFile(p)
+	if err != nil {
 		return "", fmt.Errorf("variant %q: script %s: %w", variant, name, err)
 	}
+	if (s.Reuse == "request" || s.Reuse == "process") && !defaultShareSets(s) && !bytes.Contains(src, []byte("SHARE_OPTIONS")) {
+		sets, _ := s.Get("share_sets")
+		return "", fmt.Errorf("variant %q: share_sets is %s, but script %s gives the share handle its own options; only a script that reads SHARE_OPTIONS (as option-sets.php does) runs with the block's share sets", variant, sets, name)
+	}
 	return filepath.Abs(p)
+}
+
+func defaultShareSets(s *sim.Scenario) bool {
+	return reflect.DeepEqual(s.ShareSets, sim.Default().ShareSets)
 }
 
 // ScriptFor names the lab script, in dir (labs/php-persistent-share), that
 // serves the requests of a variant: one handle reused ("handle"), a share
 // handle that lives for the request (reuse = request), or the persistent
 // handle (reuse = process), with the block's own share sets when it has
-// any other than the default.
+// any other than the default (a share handle that lives for the request
+// takes only the default: Script refuses others).
 func ScriptFor(dir, variant string, s *sim.Scenario) (string, error) {
 	name := ""
 	switch {
@@ -236,7 +254,7 @@ func ScriptFor(dir, variant string, s *sim.Scenario) (string, error) {
 		name = "handle.php"
 	case s.Reuse == "request":
 		name = "share.php"
-	case s.Reuse == "process" && reflect.DeepEqual(s.ShareSets, sim.Default().ShareSets):
+	case s.Reuse == "process" && defaultShareSets(s):
 		name = "persistent.php"
 	case s.Reuse == "process":
 		name = "option-sets.php"

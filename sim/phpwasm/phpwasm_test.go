@@ -568,7 +568,8 @@ func TestShareErrors(t *testing.T) {
 }
 
 // TestWarm: a driver given the harness's certificates warms up before it is
-// ready and reports a TLS handshake's CPU.
+// ready and reports a TLS handshake's CPU, a call's, and what dropping a
+// kept connection the server closed costs.
 func TestWarm(t *testing.T) {
 	c := newCerts(t)
 	up := startUpstream(t, c, 0)
@@ -576,8 +577,8 @@ func TestWarm(t *testing.T) {
 	p := startDriver(t, c, up, opts{script: script(t, "persistent", &s), scenario: s, warm: true})
 	calls := p.serve(1)
 	p.exit()
-	if in := p.ready.Info; in.HandshakeCPU <= 0 || in.ClientCPU <= 0 {
-		t.Errorf("handshake_cpu = %v, client_cpu = %v, want both > 0", in.HandshakeCPU, in.ClientCPU)
+	if in := p.ready.Info; in.HandshakeCPU <= 0 || in.ClientCPU <= 0 || in.DropCPU <= 0 {
+		t.Errorf("handshake_cpu = %v, client_cpu = %v, drop_cpu = %v, want all > 0", in.HandshakeCPU, in.ClientCPU, in.DropCPU)
 	}
 	if len(calls) != 1 || !calls[0].NC || calls[0].N != 1 {
 		t.Errorf("the first call after warm-up: %+v, want a new connection numbered 1 (warm-up's are not the run's)", calls)
@@ -739,4 +740,32 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestScriptShareSets: a block's share_sets reach only a script that reads
+// SHARE_OPTIONS; naming another script with them (sim validate --set
+// share_sets=... on a block that runs persistent.php) is an error, since
+// the real run would use the script's own options and the model the sets.
+func TestScriptShareSets(t *testing.T) {
+	s := sim.Default()
+	s.Reuse = "process"
+	if _, err := Script(labDir, "persistent.php", "v", &s); err != nil {
+		t.Errorf("persistent.php with the default share sets: %v", err)
+	}
+	s.ShareSets = [][]string{{"dns", "ssl_session"}}
+	_, err := Script(labDir, "persistent.php", "v", &s)
+	if err == nil || !strings.Contains(err.Error(), "share_sets") || !strings.Contains(err.Error(), "persistent.php") || !strings.Contains(err.Error(), `"ssl_session"`) {
+		t.Errorf("persistent.php with share_sets [[dns ssl_session]]: %v, want an error naming both", err)
+	}
+	if _, err := Script(labDir, "option-sets.php", "v", &s); err != nil {
+		t.Errorf("option-sets.php with share_sets [[dns ssl_session]]: %v", err)
+	}
+	s.Reuse = "request" // no script named: ScriptFor's share.php
+	if _, err := Script(labDir, "", "share", &s); err == nil || !strings.Contains(err.Error(), "share.php") {
+		t.Errorf("reuse = request with share_sets [[dns ssl_session]]: %v, want an error naming share.php", err)
+	}
+	s.Reuse = "none"
+	if _, err := Script(labDir, "persistent.php", "v", &s); err != nil {
+		t.Errorf("reuse = none (no share handle to give the sets): %v", err)
+	}
 }

@@ -69,19 +69,23 @@ func (lp *labProc) runPHP(ctx context.Context, rep *wire.Report, cleanup *[]func
 			return 0, err
 		}
 		lp.upstreamAddr = up.Addr()
-		if !native || s.TLS != sim.TLSNone {
-			// The same server without delay or work, for the driver's
-			// warm-up and its measurements (a native PHP's: its TLS
-			// handshake only).
-			w := *s
-			w.RTT, w.ServerTime, w.ServerConnTime, w.ServerJitter, w.KeepaliveTimeout = 0, 0, 0, 0, 0
-			wu, err := servers.StartUpstream("", servers.ConfigFor(&w, 0, servers.ForeignClients), &job.Certs, nil)
-			if err != nil {
-				return 0, err
-			}
-			*cleanup = append(*cleanup, wu.Close)
-			warmUpstream = wu.Addr()
+		// The same server without work: for the driver's warm-up and
+		// its measurements, without delay; for a native PHP's
+		// measurements, over the run's round trip, and with a
+		// response of headers only (see measureNativeCosts).
+		w := *s
+		w.RTT, w.ServerTime, w.ServerConnTime, w.ServerJitter, w.KeepaliveTimeout = 0, 0, 0, 0, 0
+		cfg := servers.ConfigFor(&w, 0, servers.ForeignClients)
+		if native {
+			w.RTT, w.ResponseBytes = s.RTT, 0
+			cfg = servers.ConfigFor(&w, s.RTT, servers.ForeignDialers)
 		}
+		wu, err := servers.StartUpstream("", cfg, &job.Certs, nil)
+		if err != nil {
+			return 0, err
+		}
+		*cleanup = append(*cleanup, wu.Close)
+		warmUpstream = wu.Addr()
 		return up.Port(), nil
 	}
 	lp.workerCommand = func(low bool) (*exec.Cmd, []byte, error) {
@@ -106,14 +110,14 @@ func (lp *labProc) runPHP(ctx context.Context, rep *wire.Report, cleanup *[]func
 	}
 	lp.beforeRun = func(ctx context.Context, d *dispatcher) error {
 		if native {
-			if s.TLS == sim.TLSNone {
-				return nil
-			}
-			hs, err := measureNativeHandshake(ctx, job.PHP.Binary, warmUpstream, job.Certs.CAPEM, job.Dir)
+			co, hs, err := measureNativeCosts(ctx, job.PHP.Binary, warmUpstream, s, job.Certs.CAPEM, job.Dir)
 			if err != nil {
 				return err
 			}
 			rep.HandshakeCPU = hs
+			lp.php.mu.Lock()
+			lp.php.cost.ConnectCPU = co
+			lp.php.mu.Unlock()
 			return nil
 		}
 		// What a handshake and a kept connection's call cost PHP here,
@@ -125,6 +129,7 @@ func (lp *labProc) runPHP(ctx context.Context, rep *wire.Report, cleanup *[]func
 		select {
 		case m := <-lp.php.measured:
 			rep.HandshakeCPU = m.HandshakeCPU
+			rep.ResumeCPU = m.ResumeCPU
 			lp.php.mu.Lock()
 			lp.php.cost = m
 			lp.php.mu.Unlock()
@@ -203,7 +208,7 @@ func (ps *phpState) report(rep *wire.Report, s *sim.Scenario, native bool) {
 		return
 	}
 	c := &ps.cost
-	rt := &wire.Runtime{Name: first.Name(), ConnectCPU: c.ConnectCPU, ClientCPU: c.ClientCPU, ClientReadCPU: c.ClientReadCPU, RequestCPU: c.RequestCPU, CurlTimers: first.CurlTimers,
+	rt := &wire.Runtime{Name: first.Name(), ConnectCPU: c.ConnectCPU, DropCPU: c.DropCPU, ClientCPU: c.ClientCPU, ClientReadCPU: c.ClientReadCPU, RequestCPU: c.RequestCPU, CurlTimers: first.CurlTimers,
 		Versions: map[string]string{"php": first.PHP, "curl": first.Curl, "ssl": first.SSL, "runtime": first.Runtime,
 			"persistent_share": map[bool]string{true: "defined", false: "undefined"}[first.PersistentShare]}}
 	if first.Package != "" {
@@ -215,78 +220,124 @@ func (ps *phpState) report(rep *wire.Report, s *sim.Scenario, native bool) {
 	}
 	switch {
 	case native:
-		hs := ""
+		us := func(d time.Duration) string { return sim.FormatDuration(d.Round(time.Microsecond)) }
+		costs, keys := "opening a connection costs it "+us(c.ConnectCPU)+" of CPU", "connect_cpu"
 		if s.TLS != sim.TLSNone {
-			hs = fmt.Sprintf("; a full TLS %s handshake (%s) with the Go upstream costs it %s of CPU, measured here before the run (on a path without delay) and given to the model (handshake_cpu)", s.TLS, s.Cert, sim.FormatDuration(rep.HandshakeCPU.Round(time.Microsecond)))
+			costs += fmt.Sprintf(" and a full TLS %s handshake (%s) with the Go upstream %s", s.TLS, s.Cert, us(rep.HandshakeCPU))
+			keys += ", handshake_cpu"
 		}
-		rep.Components = append(rep.Components, fmt.Sprintf("%s: its own libcurl and OpenSSL at native speed; the API's name is given its address (CURLOPT_RESOLVE), so no lookup is made%s", first.Name(), hs))
+		rep.Components = append(rep.Components, fmt.Sprintf("%s: its own libcurl and OpenSSL at native speed; the API's name is given its address (CURLOPT_RESOLVE), so no lookup is made; %s, measured here before the run over the run's round trip and given to the model (%s)", first.Name(), costs, keys))
 	default:
 		us := func(d time.Duration) string { return sim.FormatDuration(d.Round(time.Microsecond)) }
 		hs := ""
+		keys := "connect_cpu, "
 		if s.TLS != sim.TLSNone {
 			hs = fmt.Sprintf(", a full TLS %s handshake (%s) %s", s.TLS, s.Cert, us(rep.HandshakeCPU))
+			keys += "handshake_cpu, "
 		}
-		rep.Components = append(rep.Components, fmt.Sprintf("%s: measured here before the run (on a path without delay), opening a connection costs %s of CPU%s, a call %s before the answer's first byte and %s after it, a request %s besides its calls; the model is given them (connect_cpu, handshake_cpu, client_cpu, client_read_cpu, and app_time on top of the block's), not native curl's speed",
-			first.Name(), us(c.ConnectCPU), hs, us(c.ClientCPU), us(c.ClientReadCPU), us(c.RequestCPU)))
+		if rep.ResumeCPU > 0 {
+			hs += fmt.Sprintf(", a resumed one %s", us(rep.ResumeCPU))
+			keys += "resume_cpu, "
+		}
+		rep.Components = append(rep.Components, fmt.Sprintf("%s: measured here before the run (on a path without delay), opening a connection costs %s of CPU%s, dropping one the server closed %s, a call %s before the answer's first byte and %s after it, a request %s besides its calls; the model is given them (%sdrop_cpu, client_cpu, client_read_cpu, and app_time on top of the block's), not native curl's speed",
+			first.Name(), us(c.ConnectCPU), hs, us(c.DropCPU), us(c.ClientCPU), us(c.ClientReadCPU), us(c.RequestCPU), keys))
 	}
 }
 
-// nativeHandshakeScript opens new connections to the server at the port
-// given as the first argument, each with a new curl handle and no TLS
-// session to resume, and prints what each full handshake took (curl's
-// appconnect less connect, in µs), one per line.
-const nativeHandshakeScript = `$port = (int)$argv[1];
-for ($i = 0; $i < 20; $i++) {
-    $ch = curl_init("https://%s:$port/");
+// nativeCostScript opens new connections to the server at the port given
+// as the first argument (the scheme is the fourth), as many as the third
+// says, each with a new curl handle and no TLS session to resume, and
+// prints for each what its TCP connect and its TLS handshake took (curl's
+// connect less namelookup, appconnect less connect, in µs).
+const nativeCostScript = `$port = (int)$argv[1];
+for ($i = 0; $i < (int)$argv[3]; $i++) {
+    $ch = curl_init("$argv[4]://%s:$port/");
     curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => $argv[2],
         CURLOPT_RESOLVE => ["%s:$port:127.0.0.1"], CURLOPT_SSL_SESSIONID_CACHE => false]);
     if (curl_exec($ch) === false) { echo "error: ", curl_error($ch), "\n"; exit(1); }
-    echo curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T), "\n";
+    $co = curl_getinfo($ch, CURLINFO_CONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_NAMELOOKUP_TIME_T);
+    $hs = $argv[4] === 'https' ? curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T) : 0;
+    echo "$co $hs\n";
     $ch = null;
 }`
 
-// measureNativeHandshake measures what a full TLS handshake with the Go
-// upstream at addr (a loopback server without delay) costs a native PHP:
-// its libcurl and OpenSSL on the client side, which the Go handshake the
-// lab process measures for its own clients does not price. The median of
-// the last 16 of 20 new connections. The CA file is made in dir (the
-// parent's folder for the run, "": the system's temporary folder).
-func measureNativeHandshake(ctx context.Context, php, addr string, caPEM []byte, dir string) (time.Duration, error) {
+// handshakeRTTs is how many round trips a full handshake of TLS version v
+// takes (the model's, sim's tlsHandshake).
+func handshakeRTTs(v sim.TLSVersion) int {
+	if v == sim.TLS12 {
+		return 2
+	}
+	return 1
+}
+
+// measureNativeCosts measures what opening a connection to the Go upstream
+// at addr costs a native PHP, its libcurl and OpenSSL, for the model's
+// connect_cpu and handshake_cpu (the Go handshake the lab process measures
+// for its own clients does not price a full TLS handshake on the client's
+// side). The upstream emulates the run's round trip, charging the
+// connect's on the first bytes (servers.ForeignDialers): curl's connect is
+// its CPU alone, and a handshake's time less its 1+rtts round trips is its
+// cost. Measured back to back over a path without delay, a handshake cost
+// less than the same handshake whose flights are separated by round trips,
+// as in a run (work that follows a wait ran slower). The median of the
+// last four fifths of n connections: 20, fewer where round trips are long
+// (6 at least). The CA file is made in dir (the parent's folder for the
+// run, "": the system's temporary folder).
+func measureNativeCosts(ctx context.Context, php, addr string, s *sim.Scenario, caPEM []byte, dir string) (connect, handshake time.Duration, err error) {
+	scheme, rtts := "http", 0
+	if s.TLS != sim.TLSNone {
+		scheme, rtts = "https", handshakeRTTs(s.TLS)
+	}
+	n := 20
+	if s.RTT > 0 {
+		n = max(6, min(n, int(2*time.Second/(time.Duration(2+rtts)*s.RTT))))
+	}
+	fail := func(format string, a ...any) (time.Duration, time.Duration, error) {
+		return 0, 0, fmt.Errorf("harness: measuring what a connection costs native PHP: "+format, a...)
+	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return 0, fmt.Errorf("harness: measuring native PHP's handshake: %w", err)
+		return fail("%w", err)
 	}
 	f, err := os.CreateTemp(dir, "connlab-php-ca-*.pem")
 	if err != nil {
-		return 0, err
+		return fail("%w", err)
 	}
 	defer os.Remove(f.Name())
 	if _, err := f.Write(caPEM); err != nil {
 		f.Close()
-		return 0, err
+		return fail("%w", err)
 	}
 	if err := f.Close(); err != nil {
-		return 0, err
+		return fail("%w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	code := fmt.Sprintf(nativeHandshakeScript, pki.APIHost, pki.APIHost)
-	out, err := exec.CommandContext(ctx, php, "-r", code, port, f.Name()).CombinedOutput()
+	code := fmt.Sprintf(nativeCostScript, pki.APIHost, pki.APIHost)
+	out, err := exec.CommandContext(ctx, php, "-r", code, port, f.Name(), strconv.Itoa(n), scheme).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("harness: measuring native PHP's handshake (%s): %v: %s", php, err, strings.TrimSpace(string(out)))
+		return fail("%s: %v: %s", php, err, strings.TrimSpace(string(out)))
 	}
-	var us []int
-	for _, l := range strings.Fields(string(out)) {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("harness: measuring native PHP's handshake: PHP printed %q", strings.TrimSpace(string(out)))
+	var cos, hss []time.Duration
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var co, hs int64
+		if k, err := fmt.Sscanf(l, "%d %d", &co, &hs); k != 2 || err != nil || co < 0 || hs < 0 {
+			return fail("PHP printed %q", strings.TrimSpace(string(out)))
 		}
-		us = append(us, n)
+		cos = append(cos, time.Duration(co)*time.Microsecond)
+		if rtts > 0 {
+			hss = append(hss, max(0, time.Duration(hs)*time.Microsecond-time.Duration(1+rtts)*s.RTT))
+		}
 	}
-	if len(us) < 20 {
-		return 0, fmt.Errorf("harness: measuring native PHP's handshake: %d of 20 connections", len(us))
+	if len(cos) < n {
+		return fail("%d of %d connections", len(cos), n)
 	}
-	us = us[4:]
-	slices.Sort(us)
-	return time.Duration(us[len(us)/2]) * time.Microsecond, nil
+	median := func(xs []time.Duration) time.Duration {
+		if len(xs) == 0 {
+			return 0
+		}
+		xs = slices.Sorted(slices.Values(xs[n/5:]))
+		return xs[len(xs)/2]
+	}
+	return median(cos), median(hss), nil
 }

@@ -27,6 +27,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -174,7 +176,12 @@ class TCPPeer extends EventEmitter {
       });
       return;
     }
-    this.tcp = net.connect({ host: m[1], port: Number(m[2]), allowHalfOpen: true });
+    // TCP_NODELAY, as libcurl asks (CURLOPT_TCP_NODELAY is on by default):
+    // it asks before connect(), when the runtime has no socket here yet to
+    // pass it on to (setSocketOpt). With Nagle on, a TLS 1.3 request waited
+    // for the ACK of the client's Finished, which the server delays (40 ms
+    // on Linux) having nothing to send.
+    this.tcp = net.connect({ host: m[1], port: Number(m[2]), allowHalfOpen: true, noDelay: true });
     open.add(this);
     this.tcp.on('connect', async () => {
       // The TCP handshake's round trip, as the harness's own dialer waits
@@ -205,23 +212,33 @@ class TCPPeer extends EventEmitter {
   send(data) {
     const b = Buffer.from(data);
     this.lastSend = performance.now();
-    // A TLS 1.2 alert record (content type 21) is how libcurl ends a
-    // connection: close_notify, then close() at once. In WebAssembly the
-    // runtime frees the connection's TLS objects in between, for some ms, with
-    // the event loop (and so the FIN) held up: the server read the alert
-    // first, closed first and held the TIME_WAIT that the client holds
-    // (one connection in ten). The alert is held back and leaves with the
-    // FIN (close), as a native client's would. (TLS 1.3 encrypts the
-    // alert's type.)
-    if (b.length >= 5 && b[0] === 21 && b[1] === 3 && b.length === 5 + b.readUInt16BE(3)) {
+    // An alert record is how libcurl ends a connection: close_notify,
+    // then close() at once. In WebAssembly the runtime frees the
+    // connection's TLS objects in between, for some ms, with the event
+    // loop (and so the FIN) held up: the server read the alert first,
+    // closed first and held the TIME_WAIT that the client holds (one
+    // connection in ten with TLS 1.2, about half with TLS 1.3; native
+    // PHP's client holds them all). The alert is held back and leaves
+    // with the FIN (close), as a native client's would. TLS 1.2 sends it
+    // as an alert record (content type 21); TLS 1.3 encrypts its type, and
+    // it is the 24-byte record (a 5-byte header, an alert's 2 bytes, its
+    // inner type, a 16-byte tag) that no HTTP message makes. That one
+    // leaves at the next turn of the event loop if no close comes first.
+    if (b.length >= 5 && b[1] === 3 && b.length === 5 + b.readUInt16BE(3) && (b[0] === 21 || (b[0] === 23 && b.length === 24))) {
+      this.flushAlert();
       this.heldAlert = b;
+      if (b[0] === 23) setImmediate(() => this.flushAlert(b));
       return;
     }
-    if (this.heldAlert) {
-      this.tcp.write(this.heldAlert);
-      this.heldAlert = null;
-    }
+    this.flushAlert();
     this.tcp.write(b);
+  }
+  // flushAlert sends the held alert record (only if it is still held,
+  // given one).
+  flushAlert(only) {
+    if (!this.heldAlert || (only && this.heldAlert !== only) || this.closed) return;
+    this.tcp.write(this.heldAlert);
+    this.heldAlert = null;
   }
   setSocketOpt(level, name, valuePtr) {
     const memory = this.memory();
@@ -378,10 +395,12 @@ async function newRuntime() {
 // first calls are many times slower than a warm worker's:
 // a PHP-FPM worker has served other requests before. The
 // calls use plain curl handles, which die with their request, and the
-// name's address (CURLOPT_RESOLVE), except the first four when the run
-// has a DNS server: those look the name up with no DNS cache, because a
-// first lookup on a cold path (libcurl's resolver, our getaddrinfo, the DNS
-// thread) took 1.2-1.3 ms more than a warm one. No connection, TLS session
+// name's address (CURLOPT_RESOLVE), except the first four: those look the
+// name up with no DNS cache, because a first lookup on a cold path
+// (libcurl's resolver, our getaddrinfo, the DNS thread) took 1.2-1.3 ms
+// more than a warm one. That holds without a DNS server too (dns = 0, the
+// name is 127.0.0.1 at once): the run's first call then paid the cold path
+// as a namelookup the model does not have. No connection, TLS session
 // or DNS answer is left for the run. They go to php.warm_upstream (the harness's
 // server for this scenario, without delay or work) or else to a private
 // Node TLS server of this process, and they measure what this client costs
@@ -418,37 +437,111 @@ async function warmTarget() {
   return { port: srv.address().port, ca: cfg.warm.CAPEM };
 }
 
+// dropTarget starts a private server of this process that closes each
+// connection once it has answered (TLS: close_notify, then the FIN), as a
+// server's keep-alive timer closes an idle one: the next call on the
+// handle finds its connection closed and drops it.
+async function dropTarget() {
+  const tls = s.TLS !== 'none';
+  const mod = await import(tls ? 'node:tls' : 'node:net');
+  const pem = Buffer.from(s.Cert === 'ecdsa-p256' ? cfg.warm.ECDSAPEM : cfg.warm.RSAPEM, 'base64').toString();
+  const v = s.TLS === '1.2' ? 'TLSv1.2' : 'TLSv1.3';
+  const handler = (c) => {
+    let buf = '';
+    c.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\r\n\r\n')) c.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    });
+    c.on('error', () => {});
+  };
+  const srv = tls ? mod.createServer({ key: pem, cert: pem, minVersion: v, maxVersion: v, sessionTimeout: 0 }, handler) : mod.createServer(handler);
+  srv.on('tlsClientError', () => {});
+  await new Promise((ok) => srv.listen(0, '127.0.0.1', ok));
+  srv.unref();
+  return { port: srv.address().port, ca: cfg.warm.CAPEM };
+}
+
 // warmCalls runs the calls `rounds` times in runtime w and returns the
 // last round's medians (ns): connect, handshake, send and read (see above).
 let target = null;
+let dropper = null;
 async function warmCalls(w, rounds) {
   target ??= await warmTarget();
+  // A kept connection the server has closed is dropped by the next call
+  // before its name lookup (libcurl looks in its pool first): what that
+  // costs PHP here is the model's drop_cpu.
+  dropper ??= await dropTarget();
   const tls = s.TLS !== 'none';
+  // libcurl resumes TLS 1.3 sessions with the upstream (not TLS 1.2's:
+  // the harness turns tls_resume off there), so what a resumed handshake
+  // costs PHP here is measured too: the model's resume_cpu.
+  const resume = s.TLS === '1.3' && s.TLSResume && !!php.warm_upstream;
   if (tls) w.writeFile('/connlab/warm-ca.pem', Buffer.from(target.ca, 'base64'));
+  if (tls) w.writeFile('/connlab/drop-ca.pem', Buffer.from(dropper.ca, 'base64'));
   w.writeFile('/connlab/warm.php', `<?php
 for ($i = 0; $i < 16; $i++) {
     $ch = curl_init('${tls ? 'https' : 'http'}://${apiHost}:${target.port}/');
     curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => '/connlab/warm-ca.pem',
         CURLOPT_SSL_SESSIONID_CACHE => false]);
-    if ($i >= ${cfg.dns ? 4 : 0}) curl_setopt($ch, CURLOPT_RESOLVE, ['${apiHost}:${target.port}:127.0.0.1']);
+    if ($i >= 4) curl_setopt($ch, CURLOPT_RESOLVE, ['${apiHost}:${target.port}:127.0.0.1']);
     else curl_setopt($ch, CURLOPT_DNS_CACHE_TIMEOUT, 0);
     curl_exec($ch);
     $co = curl_getinfo($ch, CURLINFO_CONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_NAMELOOKUP_TIME_T);
-    $hs = curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T);
+    $hs = ${tls ? 'curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T)' : '0'}; // no TLS: appconnect is 0
     curl_exec($ch);
     $st = curl_getinfo($ch, CURLINFO_STARTTRANSFER_TIME_T);
     $read = curl_getinfo($ch, CURLINFO_TOTAL_TIME_T) - $st;
     echo curl_errno($ch) ? 'error: ' . curl_error($ch) : "$co $hs $st $read", "\n";
     unset($ch); // closes its connection (curl_close() is deprecated in 8.5)
-}`);
+}${resume ? `
+// Resumed handshakes: one handle, a new connection for each call
+// (FORBID_REUSE), each resuming the session of the one before (the
+// handle's session cache holds the ticket read with the answer).
+$ch = curl_init('https://${apiHost}:${target.port}/');
+curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => '/connlab/warm-ca.pem',
+    CURLOPT_FORBID_REUSE => true, CURLOPT_RESOLVE => ['${apiHost}:${target.port}:127.0.0.1']]);
+$rs = [];
+for ($i = 0; $i < 13; $i++) {
+    if (curl_exec($ch) === false) { echo 'error: ', curl_error($ch), "\n"; break; }
+    if ($i > 0) $rs[] = curl_getinfo($ch, CURLINFO_APPCONNECT_TIME_T) - curl_getinfo($ch, CURLINFO_CONNECT_TIME_T);
+}
+echo 'resumed ', implode(' ', $rs), "\n";
+unset($ch);` : ''}
+// Dropped connections: the server closes each connection after its
+// answer, so a handle's second call finds the first's closed and drops
+// it. libcurl drops it before the lookup or, within a second of its last
+// scan of the pool, as it connects: the second call's time to connected
+// less the first's (a fresh handle's) is the drop, wherever it lands.
+$ds = [];
+for ($i = 0; $i < 12; $i++) {
+    $ch = curl_init('${tls ? 'https' : 'http'}://${apiHost}:${dropper.port}/');
+    curl_setopt_array($ch, [CURLOPT_RETURNTRANSFER => true, CURLOPT_CAINFO => '/connlab/drop-ca.pem',
+        CURLOPT_SSL_SESSIONID_CACHE => false, CURLOPT_RESOLVE => ['${apiHost}:${dropper.port}:127.0.0.1']]);
+    curl_exec($ch);
+    $first = curl_getinfo($ch, CURLINFO_CONNECT_TIME_T);
+    usleep(10000); // the server's close arrives
+    curl_exec($ch);
+    // A close that had not arrived yet (a busy machine) leaves a pair
+    // without a drop: it is left out.
+    if (!curl_errno($ch) && curl_getinfo($ch, CURLINFO_NUM_CONNECTS) === 1) $ds[] = curl_getinfo($ch, CURLINFO_CONNECT_TIME_T) - $first;
+    unset($ch);
+}
+echo 'dropped ', implode(' ', $ds), "\n";`);
   let rows = [];
+  let resumed = [];
+  let dropped = [];
   const wasQuiet = quiet;
   quiet = true; // these connections are not the run's
   for (let round = 0; round < rounds; round++) {
     const r = await w.run({ scriptPath: '/connlab/warm.php' });
     const ls = r.text.trim().split('\n');
-    if (ls.some((l) => !/^\d+ \d+ \d+ \d+$/.test(l))) fail(`php driver: warm-up: PHP printed ${JSON.stringify(r.text.replace(/<[^>]*>/g, '').trim().slice(0, 500))}`);
+    const dl = ls.pop();
+    const rl = resume ? ls.pop() : '';
+    if (ls.some((l) => !/^\d+ \d+ \d+ \d+$/.test(l)) || (resume && !/^resumed( \d+){12}$/.test(rl)) || !/^dropped( -?\d+){3,12}$/.test(dl))
+      fail(`php driver: warm-up: PHP printed ${JSON.stringify(r.text.replace(/<[^>]*>/g, '').trim().slice(0, 500))}`);
     rows = ls.map((l) => l.split(' ').map(Number));
+    resumed = resume ? rl.split(' ').slice(1).map(Number) : [];
+    dropped = dl.split(' ').slice(1).map(Number);
   }
   quiet = wasQuiet;
   // A request's own cost besides its calls: request startup, the prepend,
@@ -463,8 +556,17 @@ for ($i = 0; $i < 16; $i++) {
     walls.push(performance.now() - t0);
   }
   walls.sort((a, b) => a - b);
-  const median = (i) => rows.map((r) => r[i]).sort((a, b) => a - b)[rows.length >> 1] * 1000;
-  return { connect_cpu: median(0), handshake_cpu: tls ? median(1) : 0, client_cpu: median(2), client_read_cpu: median(3), request_cpu: Math.round(walls[walls.length >> 1] * 1e6) };
+  const mid = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1] * 1000;
+  const median = (i) => mid(rows.map((r) => r[i]));
+  return {
+    connect_cpu: median(0),
+    handshake_cpu: tls ? median(1) : 0,
+    resume_cpu: resume ? mid(resumed) : 0,
+    drop_cpu: Math.max(0, mid(dropped)),
+    client_cpu: median(2),
+    client_read_cpu: median(3),
+    request_cpu: Math.round(walls[walls.length >> 1] * 1e6),
+  };
 }
 
 if (cfg.dns) startDNSThread(); // 0.2 s, before any lookup is timed
@@ -671,6 +773,18 @@ async function settle() {
   }
 }
 if (cfg.warm && !NATIVE) await settle();
+
+// collect runs a full garbage collection where nothing is measured: before
+// the worker says it is ready, and after a measure job, just before a run.
+// V8's young generation fills as the process runs, and the call that
+// allocates past its end pays a scavenge, some milliseconds of the main
+// thread. Left as the warm-up left it, the young generation was often
+// nearly full, and the run's first call, the one that opens the worker's
+// connection, paid it; a PHP-FPM worker's own memory manager has no such
+// pause. The harness's Go processes do the same (roles.settle).
+v8.setFlagsFromString('--expose-gc');
+const collect = vm.runInNewContext('gc');
+collect();
 if (cfg.nice) {
   // Started at the lowest priority so that a replacement warms up behind
   // the requests in flight; ready, every thread takes the highest where
@@ -706,6 +820,7 @@ for (;;) {
     await Promise.all(running.splice(0));
     const r = NATIVE || !cfg.warm ? {} : await warmCalls(runtime, 1);
     if (served === 0) nextConn = 0;
+    collect();
     out({ info: r });
     continue;
   }
