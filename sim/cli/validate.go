@@ -242,6 +242,11 @@ func writeRecord(l *lab.Lab, out *ValidateOutput, args []string) error {
 // machine says where a run ran: the CPU, the load, Node.js.
 func machine() map[string]string {
 	m := map[string]string{"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": strconv.Itoa(runtime.NumCPU()), "load_before": loadAvg()}
+	// The environment's timer slack, which the harness's processes lower
+	// to 1 ns for themselves (netem.TightenTimerSlack).
+	if b, err := os.ReadFile("/proc/self/timerslack_ns"); err == nil {
+		m["timer_slack_ns"] = strings.TrimSpace(string(b))
+	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -322,6 +327,17 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			if len(v.Phases) > 0 {
 				fmt.Fprintf(w, "    harness overhead on this machine: %.3f ms a reused call (up to %s of it for each round trip is in the tolerance column)\n",
 					v.HarnessOverheadMS, maxTareText)
+				if v.LateReads > 0 {
+					fmt.Fprintf(w, "    harness lag: %d reads of arrived bytes came over 1 ms after they were due, the latest %.3f ms (the harness's processes were not scheduled in time); a phase may hold that much of the harness's own time\n",
+						v.LateReads, v.HarnessLagMS)
+				}
+				if v.LateWrites > 0 {
+					fmt.Fprintf(w, "    harness write lag: %d writes of bytes held until a due time left over 1 ms after it, the latest %.3f ms; a phase may hold that much of the harness's own time\n",
+						v.LateWrites, v.HarnessWriteLagMS)
+				}
+				if !v.OK && v.HarnessStart != nil {
+					fmt.Fprintf(w, "    harness start: %s\n", v.HarnessStart)
+				}
 				tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
 				fmt.Fprintln(tw, "    phase\tmodel ms\tmeasured p50\tp90\terror\ttolerance\t\t")
 				note := ""
@@ -358,10 +374,16 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			if v.Attempts > 1 {
 				attempts = fmt.Sprintf(" (attempt %d)", v.Attempts)
 			}
+			for _, e := range v.Earlier {
+				fmt.Fprintf(w, "    %s\n", e)
+			}
 			if v.OK {
 				fmt.Fprintf(w, "    ok%s\n", attempts)
 			} else {
 				fmt.Fprintf(w, "    OUTSIDE TOLERANCE%s\n", attempts)
+				if v.HarnessLate != "" {
+					fmt.Fprintf(w, "    harness late: %s\n", v.HarnessLate)
+				}
 				bad = append(bad, b.ID+"/"+v.Name)
 			}
 		}

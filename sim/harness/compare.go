@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/connlab/connlab/sim/harness/stack"
+	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -308,12 +310,37 @@ type VariantComparison struct {
 	Components []string   `json:"components,omitempty"`
 	Notes      []string   `json:"notes,omitempty"`
 	Attempts   int        `json:"attempts"`
+	// Earlier says what was outside tolerance in each attempt before the
+	// last, one line each ("attempt N: PHASE MEASURED ms, model MODEL ±
+	// ALLOWED", see missed), so a variant that passed or failed on a retry
+	// shows whether its attempts agreed.
+	Earlier []string `json:"earlier_attempts,omitempty"`
 	// HarnessOverheadMS is what the harness itself adds to a reused call
 	// at this variant's RTT on this machine (Tare); up to MaxTare of it is
 	// added to the tolerance of every phase for each of its round trips.
-	HarnessOverheadMS float64      `json:"harness_overhead_ms"`
-	Model             *sim.Summary `json:"model,omitempty"`
-	Measured          *sim.Summary `json:"measured,omitempty"`
+	HarnessOverheadMS float64 `json:"harness_overhead_ms"`
+	// HarnessLagMS is how far the harness's processes fell behind the
+	// emulated network during the last attempt: the latest read of bytes
+	// already due (netem.Lag); LateReads how many reads were over
+	// netem.LateRead late; HarnessWriteLagMS and LateWrites the same for
+	// bytes held until a due time and written after it. A phase may hold
+	// that much of the harness's own time, which the tolerance does not
+	// allow for.
+	HarnessLagMS      float64 `json:"harness_lag_ms,omitempty"`
+	LateReads         int     `json:"late_reads,omitempty"`
+	HarnessWriteLagMS float64 `json:"harness_write_lag_ms,omitempty"`
+	LateWrites        int     `json:"late_writes,omitempty"`
+	// HarnessLate is set when the last attempt was outside tolerance by
+	// no more than the harness itself fell behind its emulated network
+	// (see harnessLate): then the comparison measured the harness, not the
+	// software, and says so instead of judging the model. OK stays false.
+	HarnessLate string `json:"harness_late,omitempty"`
+	// HarnessStart is what the lab process used at the start of the last
+	// attempt's run (wire.StartUse), where it could read it: a run whose
+	// first calls come out late shows whether the harness was busy then.
+	HarnessStart *wire.StartUse `json:"harness_start,omitempty"`
+	Model        *sim.Summary   `json:"model,omitempty"`
+	Measured     *sim.Summary   `json:"measured,omitempty"`
 	// Setup is what ran (the plan's setup, or http standing in for php);
 	// Runtime names the software and its versions ("name", "php", "curl",
 	// "ssl", "stand_in": why a stand-in ran); none when the variant did not
@@ -331,6 +358,7 @@ type VariantComparison struct {
 	// What the model was given from this run's measurements of the
 	// client's CPU (the scenario keys of the same names).
 	ConnectCPUMS    float64 `json:"connect_cpu_ms,omitempty"`
+	DropCPUMS       float64 `json:"drop_cpu_ms,omitempty"`
 	HandshakeCPUMS  float64 `json:"handshake_cpu_ms,omitempty"`
 	ResumeCPUMS     float64 `json:"resume_cpu_ms,omitempty"`
 	ClientCPUMS     float64 `json:"client_cpu_ms,omitempty"`
@@ -448,16 +476,112 @@ const MinJudgedRTT = 5 * time.Millisecond
 // MinJudgedRTT.
 const BelowRangeNote = "RTT below the validated range (5 ms to 100 ms): the host's own costs (client CPU, wake-ups after an idle spell) are as large as the round trip, and the model does not price them; phases shown, counts compared"
 
+// RetryPause is how long Validate waits before it runs a variant outside
+// tolerance again. A busy spell of the machine (another process, the
+// kernel's own work) can last seconds, as long as a short variant's
+// three attempts take one after another; a retry should sample another
+// moment, not the same spell.
+const RetryPause = 3 * time.Second
+
+// harnessNote says in parentheses what the harness itself did in vc's last
+// attempt, for a line about that attempt: what the lab process used at the
+// run's start, and the lag when reads came late ("" when neither is known).
+func (vc *VariantComparison) harnessNote() string {
+	var parts []string
+	if vc.HarnessStart != nil {
+		parts = append(parts, vc.HarnessStart.String())
+	}
+	if vc.LateReads > 0 {
+		parts = append(parts, fmt.Sprintf("harness lag %.3f ms, %d late reads", vc.HarnessLagMS, vc.LateReads))
+	}
+	if vc.LateWrites > 0 {
+		parts = append(parts, fmt.Sprintf("write lag %.3f ms, %d late writes", vc.HarnessWriteLagMS, vc.LateWrites))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// harnessLate says why vc's attempt, outside tolerance, measured the
+// harness rather than the software, or "" when it did not. The harness
+// emulates the network by waking up at due times (a delayed read, a held
+// write); a wake-up that comes late adds its lateness to a phase, and the
+// model has none. The attempt measured the harness when every phase
+// outside tolerance was over the model by no more than the harness's
+// latest late read or write, and late reads and writes (over
+// netem.LateRead) were at least half as many as the calls that phase's
+// median is taken over: enough to move a median. Counts outside tolerance
+// are never the harness's.
+func (vc *VariantComparison) harnessLate() string {
+	if vc.OK || vc.Measured == nil {
+		return ""
+	}
+	lag, late := max(vc.HarnessLagMS, vc.HarnessWriteLagMS), vc.LateReads+vc.LateWrites
+	for _, c := range vc.Counts {
+		if !c.OK {
+			return ""
+		}
+	}
+	m := vc.Measured
+	missed := 0
+	for _, p := range vc.Phases {
+		if p.OK {
+			continue
+		}
+		calls := m.Calls - m.Errors
+		switch p.Phase {
+		case "total, reused":
+			calls = m.Reused
+		case "namelookup", "connect", "appconnect", "total, new conn":
+			calls = m.Connects
+		}
+		// Lateness only adds time: a phase below the model is not the
+		// harness's.
+		if over := p.MeasuredMS - p.ModelMS; over <= 0 || over > lag || 2*late < calls {
+			return ""
+		}
+		missed++
+	}
+	if missed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the harness fell behind its own emulated network by up to %.3f ms (%d reads or writes over %v late), as much as the phases missed by: this attempt measured the harness's wake-ups, not the software; run it on a quieter machine", lag, late, netem.LateRead)
+}
+
+// missed says what in vc was outside tolerance: the phases and counts that
+// missed, with the model's values and the allowance.
+func (vc *VariantComparison) missed() string {
+	var parts []string
+	for _, p := range vc.Phases {
+		if !p.OK {
+			parts = append(parts, fmt.Sprintf("%s %.3f ms, model %.3f ± %.3f", p.Phase, p.MeasuredMS, p.ModelMS, p.ToleranceMS))
+		}
+	}
+	for _, c := range vc.Counts {
+		if !c.OK {
+			parts = append(parts, fmt.Sprintf("%s %v, model %v", c.Name, c.Measured, c.Model))
+		}
+	}
+	if len(parts) == 0 {
+		return "outside tolerance"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // compareVariant fills a comparison from the model's and the real run's
 // results for one variant.
 func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *VariantPlan, info *VariantRun, tol Tolerance) {
 	vc.Phases, vc.Counts = []PhaseRow{}, nil
 	vc.Setup, vc.Runtime, vc.Checks = info.Setup, info.Runtime, info.Checks
+	vc.HarnessLagMS, vc.LateReads = float64(info.Lag.Max.Microseconds())/1000, info.Lag.Late
+	vc.HarnessWriteLagMS, vc.LateWrites = float64(info.Lag.WriteMax.Microseconds())/1000, info.Lag.LateWrites
+	vc.HarnessStart = info.Start
 	if rv.Scenario != nil {
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		sc := rv.Scenario
 		vc.ConnectCPUMS, vc.HandshakeCPUMS, vc.ClientCPUMS, vc.ClientReadCPUMS = ms(sc.ConnectCPU), ms(sc.HandshakeCPU), ms(sc.ClientCPU), ms(sc.ClientReadCPU)
-		vc.ResumeCPUMS, vc.AppTimeMS = ms(sc.ResumeCPU), ms(sc.AppTime)
+		vc.ResumeCPUMS, vc.DropCPUMS, vc.AppTimeMS = ms(sc.ResumeCPU), ms(sc.DropCPU), ms(sc.AppTime)
 	}
 	switch {
 	case vp.Rejected != "" && info.RealError == "" && (rv.Summary == nil || info.StandIn != ""):
@@ -503,8 +627,9 @@ func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *Varian
 // Validate runs b's variants for real and in the model, both on the same
 // scaled plan (with the TLS handshake CPU the real run measured), and
 // compares each variant's phases and counts. A variant outside tolerance is
-// run again up to retries times (the machine may be busy); the last attempt
-// counts, and Attempts says how many there were.
+// run again up to retries times, RetryPause later (the machine may be
+// busy); the last attempt counts, Attempts says how many there were and
+// Earlier what the others missed.
 func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, retries int) (*BlockValidation, error) {
 	p, err := NewPlan(ctx, b, opt)
 	if err != nil {
@@ -552,6 +677,7 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 			vc.Attempts++
 			compareVariant(vc, model.Variants[i], run.Result.Variants[i], vp, run.Variants[i], tols[vp.Name])
 			vc.Components, vc.Notes = run.Variants[i].Components, run.Variants[i].Notes
+			vc.HarnessLate = vc.harnessLate()
 			if !vc.OK && vc.Skipped == "" {
 				again = append(again, vp.Name)
 			}
@@ -559,8 +685,17 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 		if len(again) == 0 || attempt == retries {
 			break
 		}
+		for _, name := range again {
+			vc := byName[name]
+			vc.Earlier = append(vc.Earlier, fmt.Sprintf("attempt %d%s: %s", vc.Attempts, vc.harnessNote(), vc.missed()))
+		}
 		if opt.Progress != nil {
-			opt.Progress(fmt.Sprintf("%s: %s outside tolerance, running again", b.ID, strings.Join(again, ", ")))
+			opt.Progress(fmt.Sprintf("%s: %s outside tolerance, running again in %s", b.ID, strings.Join(again, ", "), sim.FormatDuration(RetryPause)))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(RetryPause):
 		}
 		sub := &Plan{Block: p.Block, Setup: p.Setup, Compress: p.Compress}
 		for _, vp := range p.Variants {

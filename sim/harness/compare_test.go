@@ -230,3 +230,41 @@ func TestComparePhasesPerTrip(t *testing.T) {
 		t.Errorf("tolerance %q does not say it is per round trip", got)
 	}
 }
+
+// TestHarnessLate: an attempt outside tolerance measured the harness when
+// its late wake-ups were as large as every miss and many enough to move the
+// medians; not when a miss is larger, the late ones are few, or a count
+// missed. The figures are CI's: 25 new connections, "total, new conn"
+// 28.741 ms against 22.825 ± 1.277, 30 writes late by up to 12.150 ms.
+func TestHarnessLate(t *testing.T) {
+	ci := func() *VariantComparison {
+		return &VariantComparison{
+			Measured:          &sim.Summary{Calls: 200, Connects: 25, Reused: 175},
+			Phases:            []PhaseRow{{Phase: "total, new conn", ModelMS: 22.825, MeasuredMS: 28.741, ToleranceMS: 1.277}, {Phase: "total, reused", ModelMS: 17.9, MeasuredMS: 17.6, ToleranceMS: 0.9, OK: true}},
+			Counts:            []CountRow{{Name: "connects", Model: 25, Measured: 25, OK: true}},
+			HarnessWriteLagMS: 12.150, LateWrites: 30,
+		}
+	}
+	if got := ci().harnessLate(); !strings.Contains(got, "12.150 ms") || !strings.Contains(got, "30 reads or writes") {
+		t.Errorf("CI's attempt: %q, want the harness's lateness named", got)
+	}
+	for name, change := range map[string]func(*VariantComparison){
+		"a miss larger than the lag": func(v *VariantComparison) { v.HarnessWriteLagMS = 5 },
+		"a miss below the model":     func(v *VariantComparison) { v.Phases[0].MeasuredMS = 21.4 },
+		"few late wake-ups":          func(v *VariantComparison) { v.LateWrites = 12 },
+		"a count outside":            func(v *VariantComparison) { v.Counts[0].OK = false },
+		"within tolerance":           func(v *VariantComparison) { v.OK, v.Phases[0].OK = true, true },
+	} {
+		v := ci()
+		change(v)
+		if got := v.harnessLate(); got != "" {
+			t.Errorf("%s: %q, want none", name, got)
+		}
+	}
+	// Late reads count as late writes do.
+	v := ci()
+	v.HarnessWriteLagMS, v.LateWrites, v.HarnessLagMS, v.LateReads = 0, 0, 6, 13
+	if got := v.harnessLate(); got == "" {
+		t.Error("late reads: none, want the harness named")
+	}
+}

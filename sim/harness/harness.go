@@ -74,6 +74,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/roles"
 	"github.com/connlab/connlab/sim/harness/stack"
@@ -145,6 +146,12 @@ type VariantRun struct {
 	// StackModelCPU: each tier's CPU per request of the load in the
 	// model given StackInput (its work per request and per connection).
 	StackModelCPU map[string]float64
+	// Lag: how far the harness's processes fell behind the emulated
+	// network during the run (netem.Lag).
+	Lag netem.Lag
+	// Start: what the lab process used at the run's start (nil where it
+	// could not read it).
+	Start *wire.StartUse
 }
 
 // goRuntime names the harness's own workers, by setup.
@@ -297,7 +304,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			for k, v := range rt.Versions {
 				info.Runtime[k] = v
 			}
-			s.ConnectCPU, s.ClientCPU, s.ClientReadCPU = rt.ConnectCPU, rt.ClientCPU, rt.ClientReadCPU
+			s.ConnectCPU, s.DropCPU, s.ClientCPU, s.ClientReadCPU = rt.ConnectCPU, rt.DropCPU, rt.ClientCPU, rt.ClientReadCPU
 			s.AppTime += rt.RequestCPU // the runtime's own, on top of the block's
 			if n := curlGot(&s, rt.CurlTimers); n != "" {
 				info.Notes = append(info.Notes, n)
@@ -314,6 +321,9 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		info.Components, info.Notes, info.Isolated, info.WallS = rep.Components, append(info.Notes, rep.Notes...), used, rep.WallS
 		info.Resolution = time.Duration(rep.ResolutionMS * float64(time.Millisecond))
 		info.KernelSpread = rep.KernelSpread
+		ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+		info.Lag = netem.Lag{Max: ms(rep.LagMS), Late: rep.LateReads, WriteMax: ms(rep.WriteLagMS), LateWrites: rep.LateWrites}
+		info.Start = rep.Start
 		if why, _ := roles.NamespacesRefused(); !used && isolated {
 			info.Notes = append(info.Notes, "private namespaces refused ("+why+"): ran in the host's network namespace")
 		}

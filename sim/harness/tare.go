@@ -14,8 +14,9 @@ import (
 // MaxTare caps the harness overhead that Validate adds to a variant's
 // tolerance for each round trip of a phase (Tolerance.PerTrip): the
 // accuracy the emulated path promises, 0.3 ms per round trip. A machine
-// that needs more is too busy to validate on, and the comparison says so by
-// failing.
+// that needs more cannot validate to that accuracy, and the comparison says
+// so by failing: a busy one, or one whose idle CPUs wake late (on a
+// virtual machine the tare has been larger idle than busy).
 const MaxTare = 300 * time.Microsecond
 
 // tareSrc is the calibration block: reused HTTPS calls with no server

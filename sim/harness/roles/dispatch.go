@@ -15,6 +15,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
 
@@ -235,6 +236,8 @@ func (d *dispatcher) read(p *workerProc, stdout io.Reader) {
 		case m.Check != nil:
 			d.lp.workerCheck(m.Check)
 		case m.Done > 0:
+			d.lp.noteLag(netem.Lag{Max: time.Duration(m.LagUS) * time.Microsecond, Late: m.Late,
+				WriteMax: time.Duration(m.WriteLagUS) * time.Microsecond, LateWrites: m.LateWrites})
 			d.mu.Lock()
 			r := d.reqs[m.Done]
 			delete(d.reqs, m.Done)

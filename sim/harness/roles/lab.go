@@ -15,6 +15,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
+	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/connlab/connlab/sim/harness/pki"
 	"github.com/connlab/connlab/sim/harness/servers"
 	"github.com/connlab/connlab/sim/harness/wire"
@@ -31,6 +32,9 @@ type labProc struct {
 	// raised: this process runs at nice -20, so its workers can start at 19
 	// and raise theirs when ready (wire.WorkerConfig.Nice)
 	raised bool
+	// tableErr: why the process could not move to a network namespace
+	// with a TCP table of its own (kernel.ExecOwnTable)
+	tableErr error
 
 	upstreamAddr, dnsAddr, redisAddr string
 
@@ -44,6 +48,13 @@ type labProc struct {
 	done      int
 	lastNote  time.Time
 	wallStart time.Time
+	lag       netem.Lag // since the run's start: this process's and its workers'
+	// use: what this process used in the run's first wire.StartWindow
+	// (see noteUse); useGen tells a timer of an earlier start apart
+	useAt    kernel.Usage
+	use      *wire.StartUse
+	useGen   int
+	useTimer *time.Timer
 
 	// A setup whose workers are not the harness's own sets these:
 	// workerCommand makes a worker process and its config line, and
@@ -55,6 +66,55 @@ type labProc struct {
 }
 
 func (lp *labProc) since(t time.Time) time.Duration { return t.Sub(lp.t0) }
+
+// start sets the run's time 0: what the process fell behind its emulated
+// network before it (warm-ups, measures) is not the run's.
+func (lp *labProc) start(t0 time.Time) {
+	netem.TakeLag()
+	u, ok := kernel.ReadUsage()
+	lp.mu.Lock()
+	lp.lag = netem.Lag{}
+	lp.useGen++
+	lp.useAt, lp.use = u, nil
+	if lp.useTimer != nil {
+		lp.useTimer.Stop()
+		lp.useTimer = nil
+	}
+	if ok {
+		gen := lp.useGen
+		lp.useTimer = time.AfterFunc(wire.StartWindow, func() { lp.noteUse(gen) })
+	}
+	lp.mu.Unlock()
+	lp.t0 = t0
+}
+
+// noteUse records what the process used since the run of generation gen
+// started, at the end of wire.StartWindow.
+func (lp *labProc) noteUse(gen int) {
+	u, ok := kernel.ReadUsage()
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if ok && gen == lp.useGen {
+		lp.recordUse(u)
+	}
+}
+
+// recordUse records u, less what had been used at the run's start, as the
+// run's start use, unless it has one; lp.mu is held.
+func (lp *labProc) recordUse(u kernel.Usage) {
+	if lp.use == nil {
+		d := u.Sub(lp.useAt)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		lp.use = &wire.StartUse{CPUMS: ms(d.CPU), Faults: d.Faults, DiskFaults: d.Disk, RunDelayMS: ms(d.RunDelay), StealMS: ms(d.Steal)}
+	}
+}
+
+// noteLag adds a worker's (or this process's) lag to the run's.
+func (lp *labProc) noteLag(l netem.Lag) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.lag = lp.lag.Add(l)
+}
 
 // emit sends an event to the parent and follows the open connections.
 func (lp *labProc) emit(e *sim.Event) {
@@ -122,12 +182,14 @@ func (lp *labProc) progress() {
 // labMain is a lab process: a job on stdin, events, progress and a report
 // on stdout.
 func labMain(stdin io.Reader, stdout io.Writer) error {
+	// Before anything is read: on success this process starts over.
+	tableErr := kernel.ExecOwnTable()
 	out := wire.NewWriter(stdout)
 	m, err := wire.NewReader(stdin).Next()
 	if err != nil {
 		return err
 	}
-	lp := &labProc{out: out, connIDs: map[[2]int]int{}, wallStart: time.Now(), lastNote: time.Now()}
+	lp := &labProc{out: out, connIDs: map[[2]int]int{}, wallStart: time.Now(), lastNote: time.Now(), tableErr: tableErr}
 	if err := json.Unmarshal(m.Config, &lp.job); err != nil {
 		return fmt.Errorf("harness: lab process: bad job: %v", err)
 	}
@@ -160,7 +222,10 @@ func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 		return nil, err
 	}
 	lp.exe = exe
-	lp.t0 = time.Now()
+	lp.start(time.Now())
+	if slackErr != nil {
+		rep.Notes = append(rep.Notes, "the processes' timer slack could not be lowered ("+slackErr.Error()+"): timed waits in the kernel may end that much late")
+	}
 	if err := kernel.RaisePriority(); err != nil {
 		rep.Notes = append(rep.Notes, "ran at normal CPU priority (raising it was refused: "+err.Error()+"); a busy machine slows real runs down")
 	} else {
@@ -171,6 +236,14 @@ func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 	if job.Isolated {
 		if err := kernel.LoopbackUp(); err != nil {
 			return nil, err
+		}
+		switch n, err := kernel.SetUpOwnTable(); {
+		case err != nil:
+			return nil, fmt.Errorf("harness: the network namespace's own TCP table: %w", err)
+		case n > 0:
+			rep.Components = append(rep.Components, fmt.Sprintf("a TCP socket table of its own in the network namespace (%d buckets): reading the sockets does not walk the host's", n))
+		case lp.tableErr != nil:
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the network namespace shares the host's TCP socket table (%v): every reading of the sockets walks all of it, a few ms of CPU", lp.tableErr))
 		}
 		// The servers take their ports from a range the clients' range
 		// cannot overlap.
@@ -278,8 +351,8 @@ func (lp *labProc) runWorkers(ctx context.Context, rep *wire.Report, cleanup *[]
 		}
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, lp.job.Isolated))
-	settle()
-	lp.t0 = time.Now().Add(dispatchLead) // the first jobs leave now
+	settle(labWarmHeap)
+	lp.start(time.Now().Add(dispatchLead)) // the first jobs leave now
 	smp := kernel.StartSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, lead: dispatchLead, serve: func(ctx context.Context, r *request) bool {
 		d.dispatch(r)
@@ -316,7 +389,15 @@ func (lp *labProc) finish(rep *wire.Report, smp *kernel.Sampler) (*wire.Report, 
 	if err != nil {
 		return nil, fmt.Errorf("harness: reading /proc/net/tcp: %w", err)
 	}
+	lp.noteLag(netem.TakeLag())
+	u, ok := kernel.ReadUsage()
 	lp.mu.Lock()
+	if ok && lp.useTimer != nil {
+		lp.recordUse(u) // a run shorter than the window: what it used
+	}
+	rep.Start = lp.use
+	rep.LagMS, rep.LateReads = float64(lp.lag.Max.Microseconds())/1000, lp.lag.Late
+	rep.WriteLagMS, rep.LateWrites = float64(lp.lag.WriteMax.Microseconds())/1000, lp.lag.LateWrites
 	rep.TimeWaitPeak, rep.ServerTimeWaitPeak, rep.OpenPeak = tw, stw, lp.openPeak
 	if !lp.sawOpen {
 		rep.OpenPeak = open // nginx: no open events, only the sampled sockets

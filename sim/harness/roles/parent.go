@@ -127,6 +127,9 @@ func startLab(exe string, job *wire.LabJob) (*exec.Cmd, io.Reader, *tailBuffer, 
 		}
 		cmd := exec.Command(exe, Command, RoleLab)
 		cmd.SysProcAttr = kernel.LabAttr(job.Isolated)
+		if e := kernel.OwnTableEnv(); job.Isolated && e != "" {
+			cmd.Env = append(os.Environ(), e)
+		}
 		stderr := &tailBuffer{max: 16 << 10}
 		cmd.Stderr = stderr
 		stdin, err := cmd.StdinPipe()

@@ -82,8 +82,8 @@ func (lp *labProc) runProxy(ctx context.Context, rep *wire.Report, cleanup *[]fu
 	if err := users.connect(ctx); err != nil {
 		return nil, err
 	}
-	settle()
-	lp.t0 = time.Now()
+	settle(labWarmHeap)
+	lp.start(time.Now())
 	smp := kernel.StartSampler(up.Port(), 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, netRTT: true, serve: users.serve}
 	gen.run(ctx, job.Seed)

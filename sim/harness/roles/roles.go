@@ -9,7 +9,9 @@
 //
 //	sim (harness.RunPlan, RunLab)
 //	 │  stdin: {"config": LabJob}        stdout: {"ev"}…, {"progress"}…, {"result"} or {"error"}
-//	 ├─ sim __harness-role lab            private network + PID namespace, nice -20
+//	 ├─ sim __harness-role lab            private network + PID namespace, nice -20; executes
+//	                                      itself once more into a network namespace with a
+//	                                      TCP table of its own (kernel.ExecOwnTable)
 //	     ├─ servers in the lab process: upstream (HTTPS/HTTP), DNS, Redis front, Go proxy
 //	     ├─ redis-server, nginx           their own processes, files in LabJob.Dir
 //	     └─ sim __harness-role worker × workers (+ spares)
@@ -37,6 +39,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/connlab/connlab/sim/harness/stack"
 )
 
@@ -63,6 +66,9 @@ func Main(args []string) (code int, ok bool) {
 	if len(args) == 0 || args[0] != Command {
 		return 0, false
 	}
+	// First, so that the threads and child processes the role starts
+	// inherit it.
+	_, slackErr = netem.TightenTimerSlack()
 	if len(args) == 2 && args[1] == RoleStack {
 		stack.ChildMain() // exits when started by stack.RunIsolatedExec
 		fmt.Fprintf(os.Stderr, "connlab harness: %s %s runs only when started by the harness\n", Command, RoleStack)
@@ -86,6 +92,10 @@ func Main(args []string) (code int, ok bool) {
 	return 0, true
 }
 
+// slackErr is why this process's timer slack could not be lowered to 1 ns
+// on every thread (netem.TightenTimerSlack), nil when it was.
+var slackErr error
+
 // gcLimit is the heap a lab or worker process may grow to before its
 // garbage collector runs: far more than a run allocates.
 const gcLimit = 1 << 30
@@ -100,6 +110,37 @@ func quietRuntime() {
 	debug.SetMemoryLimit(gcLimit)
 }
 
-// settle runs a collection between start-up (certificates, warm-up) and a
-// run, so the run starts with a clean heap.
-func settle() { runtime.GC() }
+// settle prepares a process between start-up (certificates, warm-up) and
+// a run, where nothing is measured: it touches warm bytes of heap memory
+// for the run's first allocations (see warmHeap), then collects, so the run
+// starts with a clean heap.
+func settle(warm int) {
+	warmHeap(warm)
+	runtime.GC()
+}
+
+// labWarmHeap is the heap a lab process warms before a run: several times
+// what its clients, proxy and servers allocate in the first tens of
+// milliseconds of a burst of new connections.
+const labWarmHeap = 16 << 20
+
+// warmHeap touches n bytes of heap memory and lets them go. With the
+// collector off (quietRuntime) every allocation of a run takes memory the
+// process has not used before, and the kernel supplies each page at its
+// first touch: a page fault, whose cost a virtual machine adds to when the
+// host has not backed that memory yet. A burst of new connections at a
+// run's start takes hundreds of them at once, on the CPUs the burst needs.
+// Touched here and freed by settle's collection, the same pages serve the
+// run's first allocations.
+func warmHeap(n int) {
+	const chunk = 64 << 10
+	keep := make([][]byte, 0, n/chunk)
+	for range n / chunk {
+		b := make([]byte, chunk)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
+	runtime.KeepAlive(keep)
+}

@@ -1,11 +1,14 @@
 package roles
 
 import (
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
 )
 
 // TestSetupsMatchScenarioKey: every value of the scenario's setup key but
@@ -44,5 +47,42 @@ func TestMainArgs(t *testing.T) {
 	}
 	if code, ok := Main([]string{Command, "juggler"}); !ok || code != 2 {
 		t.Errorf("an unknown role: exit %d, handled %v; want 2, true", code, ok)
+	}
+}
+
+// TestWarmHeap: with the collector off, as in a lab process, a run's first
+// allocations touch pages the process has not used, a page fault each;
+// after settle has warmed the heap they reuse warmed pages.
+func TestWarmHeap(t *testing.T) {
+	if _, ok := kernel.ReadUsage(); !ok {
+		t.Skip("no page fault counts on this system")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const n = 8 << 20
+	faults := func() int64 {
+		u0, _ := kernel.ReadUsage()
+		var keep [][]byte
+		for range n / (16 << 10) {
+			b := make([]byte, 16<<10)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+		runtime.KeepAlive(keep)
+		u1, _ := kernel.ReadUsage()
+		return u1.Sub(u0).Faults
+	}
+	debug.FreeOSMemory() // free pages go back to the kernel: the next touch faults
+	cold := faults()
+	debug.FreeOSMemory()
+	settle(2 * n)
+	warm := faults()
+	t.Logf("%d MB in 16 KB objects: %d page faults cold, %d after settle(%d MB)", n>>20, cold, warm, 2*n>>20)
+	if pages := int64(n / 4096); cold < pages/2 {
+		t.Fatalf("cold allocations took %d page faults, fewer than half their %d pages: the test measures nothing", cold, pages)
+	}
+	if warm > cold/4 {
+		t.Errorf("after settle the allocations took %d page faults, cold %d: the warmed heap was not reused", warm, cold)
 	}
 }

@@ -73,13 +73,13 @@ var setups = map[sim.Setup]setup{
 		ownTLS:   true,
 	},
 	sim.SetupPHPNative: {
-		doc:      "the same scripts on the php on PATH (Debian's PHP 8.2 with its libcurl and OpenSSL), one php -S process per worker behind the same driver; the API's name is given its address (CURLOPT_RESOLVE); what a full TLS handshake costs its libcurl and OpenSSL is measured before each run and given to the model (handshake_cpu). Not run where no php with the curl extension is installed",
+		doc:      "the same scripts on the php on PATH (Debian's PHP 8.2 with its libcurl and OpenSSL), one php -S process per worker behind the same driver; the API's name is given its address (CURLOPT_RESOLVE); what opening a connection and a full TLS handshake cost its libcurl and OpenSSL is measured before each run, over the run's round trip, and given to the model (connect_cpu, handshake_cpu). Not run where no php with the curl extension is installed",
 		run:      (*labProc).runPHP,
 		adjust:   curlTimers,
 		compress: PHPCompress,
 		// Its handshakes are native OpenSSL's against the Go upstream, and
 		// OpenSSL 3.0's client side costs more than Go's: the handshake is
-		// measured with the php itself before the run (measureNativeHandshake).
+		// measured with the php itself before the run (measureNativeCosts).
 		ownTLS: true,
 	},
 }

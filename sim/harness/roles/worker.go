@@ -43,14 +43,14 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 		}
 	}
 	w.OpenPools()
-	settle()
+	settle(0)
 	if cfg.Nice {
 		kernel.RaisePriority()
 	}
 	if err := out.Send(&wire.Msg{Ready: true}); err != nil {
 		return err
 	}
-	linger := false
+	linger, started := false, false
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for {
@@ -65,6 +65,10 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 			continue
 		}
 		j := m.Job
+		if !started {
+			netem.TakeLag() // the run starts: what came before is not its
+			started = true
+		}
 		w.SetBase(j.T0)
 		if j.Exit {
 			linger = j.Linger
@@ -77,7 +81,9 @@ func workerMain(stdin io.Reader, stdout io.Writer) error {
 				netem.SleepUntil(wire.WallTime(j.At)) // the request arrives now
 			}
 			failed := w.Serve(ctx, j.Req)
-			out.Send(&wire.Msg{Done: j.Req, Fail: failed, End: time.Now().UnixNano()})
+			lag := netem.TakeLag()
+			out.Send(&wire.Msg{Done: j.Req, Fail: failed, End: time.Now().UnixNano(), LagUS: lag.Max.Microseconds(), Late: lag.Late,
+				WriteLagUS: lag.WriteMax.Microseconds(), LateWrites: lag.LateWrites})
 		}()
 	}
 	wg.Wait()

@@ -1,7 +1,10 @@
 package servers
 
 import (
+	"crypto/tls"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/pki"
@@ -23,6 +26,65 @@ func TestMeasureHandshake(t *testing.T) {
 		t.Logf("TLS %s, RSA-2048: full %s, resumed %s", v, hs.Full, hs.Resumed)
 		if hs.Resumed <= 0 || hs.Full <= hs.Resumed {
 			t.Errorf("TLS %s: full %s, resumed %s: want 0 < resumed < full", v, hs.Full, hs.Resumed)
+		}
+	}
+}
+
+// helloCounter counts the ClientHello messages a client writes (a TLS
+// record of type 22 holding a handshake message of type 1): two mean the
+// server asked again (HelloRetryRequest).
+type helloCounter struct {
+	net.Conn
+	hellos int
+}
+
+func (c *helloCounter) Write(b []byte) (int, error) {
+	if len(b) > 5 && b[0] == 22 && b[5] == 1 {
+		c.hellos++
+	}
+	return c.Conn.Write(b)
+}
+
+// TestUpstreamTakesOpenSSLKeyShare: a TLS 1.3 client that sends an X25519
+// key share, as OpenSSL's do (PHP's libcurl), completes its handshake with
+// the upstream in one ClientHello, without a HelloRetryRequest's round
+// trip; the harness's own clients, offering P-256 alone, get P-256.
+func TestUpstreamTakesOpenSSLKeyShare(t *testing.T) {
+	certs, err := pki.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := StartUpstream("", UpstreamConfig{TLS: sim.TLS13, Cert: sim.CertRSA2048, KeepaliveTimeout: time.Second}, certs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	pool, err := pki.CAPool(certs.CAPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		curves []tls.CurveID
+		want   tls.CurveID
+	}{
+		{"OpenSSL's key share (X25519, then P-256)", []tls.CurveID{tls.X25519, tls.CurveP256}, tls.X25519},
+		{"the harness's clients (P-256)", Curves, tls.CurveP256},
+	} {
+		raw, err := net.Dial("tcp", up.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &helloCounter{Conn: raw}
+		tc := tls.Client(hc, &tls.Config{ServerName: pki.APIHost, RootCAs: pool, MinVersion: tls.VersionTLS13, CurvePreferences: c.curves})
+		err = tc.Handshake()
+		st := tc.ConnectionState()
+		tc.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if hc.hellos != 1 || st.CurveID != c.want {
+			t.Errorf("%s: %d ClientHellos, group %s; want 1 (no HelloRetryRequest) and %s", c.name, hc.hellos, st.CurveID, c.want)
 		}
 	}
 }

@@ -115,7 +115,7 @@ func StartUpstream(addr string, cfg UpstreamConfig, certs *pki.Certs, emit func(
 		}
 		v := TLSVersion(cfg.TLS)
 		u.tlsC = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v,
-			CurvePreferences: Curves, SessionTicketsDisabled: !cfg.Tickets}
+			CurvePreferences: ServerCurves, SessionTicketsDisabled: !cfg.Tickets}
 	}
 	u.work = newWorkQueue(cfg.Concurrency)
 	ln, err := netem.Listen("tcp", addr)

@@ -80,6 +80,13 @@ type Msg struct {
 	Done  int   `json:"done,omitempty"` // request finished
 	Fail  bool  `json:"fail,omitempty"` // ... with a failed call
 	End   int64 `json:"end,omitempty"`  // ... at this time, Unix nanoseconds
+	// LagUS and Late, with Done: the worker's netem.Lag since its last
+	// Done (the latest read, in microseconds, and reads over LateRead);
+	// WriteLagUS and LateWrites the same for its writes.
+	LagUS      int64 `json:"lag_us,omitempty"`
+	Late       int   `json:"late,omitempty"`
+	WriteLagUS int64 `json:"write_lag_us,omitempty"`
+	LateWrites int   `json:"late_writes,omitempty"`
 	// lab process → worker
 	Job *Job `json:"job,omitempty"`
 	// Info, with Ready, is what a worker that is not the harness's own
@@ -150,6 +157,7 @@ type Runtime struct {
 	Name          string            `json:"name"`
 	Versions      map[string]string `json:"versions,omitempty"`
 	ConnectCPU    time.Duration     `json:"connect_cpu,omitempty"`
+	DropCPU       time.Duration     `json:"drop_cpu,omitempty"`
 	ClientCPU     time.Duration     `json:"client_cpu,omitempty"`
 	ClientReadCPU time.Duration     `json:"client_read_cpu,omitempty"`
 	// RequestCPU: a request's own cost besides its calls (the model adds
@@ -193,6 +201,48 @@ type Report struct {
 	// by id (a statement's notices under ID_notice).
 	Runtime *Runtime          `json:"runtime,omitempty"`
 	Checks  map[string]string `json:"checks,omitempty"`
+	// Lag is how far the harness's processes (the lab process and the
+	// harness's own workers) fell behind their emulated network during
+	// the run (netem.Lag).
+	LagMS      float64 `json:"lag_ms,omitempty"`
+	LateReads  int     `json:"late_reads,omitempty"`
+	WriteLagMS float64 `json:"write_lag_ms,omitempty"`
+	LateWrites int     `json:"late_writes,omitempty"`
+	// Start is what the lab process used in the run's first StartWindow,
+	// when it could read it.
+	Start *StartUse `json:"start,omitempty"`
+}
+
+// StartWindow is the start of a run that StartUse covers: a burst of new
+// connections at time 0 sets itself up within it.
+const StartWindow = 50 * time.Millisecond
+
+// StartUse is what the lab process used in the first StartWindow of a run
+// (or in the whole run, if shorter): its CPU time and the pages it touched
+// for the first time (page faults, DiskFaults of them read from a file).
+// The model has none of the harness's own work: when a run's first calls
+// come out late, these say whether the lab process was busy setting up.
+//
+// RunDelayMS is how long its threads were ready to run but waited for a
+// CPU (other threads or processes held them), and StealMS how much CPU
+// time the hypervisor gave to others meanwhile (the whole machine's, in
+// steps of 10 ms): a process that used little CPU and was late waited for
+// something, and these say whether it was a CPU.
+type StartUse struct {
+	CPUMS      float64 `json:"cpu_ms"`
+	Faults     int64   `json:"page_faults"`
+	DiskFaults int64   `json:"disk_faults,omitempty"`
+	RunDelayMS float64 `json:"run_delay_ms"`
+	StealMS    float64 `json:"steal_ms"`
+}
+
+// String is the use for a line of output.
+func (u *StartUse) String() string {
+	s := fmt.Sprintf("in the run's first %v the lab process used %.1f ms of CPU and took %d page faults", StartWindow, u.CPUMS, u.Faults)
+	if u.DiskFaults > 0 {
+		s += fmt.Sprintf(" (%d from disk)", u.DiskFaults)
+	}
+	return s + fmt.Sprintf(", its threads waited %.1f ms for a CPU, the host took %.0f ms (steal)", u.RunDelayMS, u.StealMS)
 }
 
 // WorkerConfig is what a worker process is told when it starts.
