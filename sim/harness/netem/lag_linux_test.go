@@ -13,28 +13,7 @@ import (
 // TakeLag starts anew.
 func TestLag(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	ln, err := Listen("tcp", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	peer := <-accepted
-	defer peer.Close()
-	const in = time.Millisecond
-	c := Path{In: in}.Wrap(raw)
-	defer c.Close()
+	c, peer := wrappedPair(t, Path{In: time.Millisecond})
 	time.Sleep(20 * time.Millisecond) // the read loop waits for bytes
 	TakeLag()
 	if _, err := peer.Write([]byte("x")); err != nil {
@@ -62,28 +41,7 @@ func TestLag(t *testing.T) {
 // due time, Lag counts it.
 func TestDeliveryLag(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	ln, err := Listen("tcp", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	peer := <-accepted
-	defer peer.Close()
-	const in = 5 * time.Millisecond
-	c := Path{In: in}.Wrap(raw)
-	defer c.Close()
+	c, peer := wrappedPair(t, Path{In: 5 * time.Millisecond})
 	read := make(chan error, 1)
 	go func() {
 		_, err := c.Read(make([]byte, 1))
@@ -104,6 +62,32 @@ func TestDeliveryLag(t *testing.T) {
 	if l := TakeLag(); l.Max < 10*time.Millisecond || l.Late < 1 {
 		t.Errorf("lag %+v after holding the only P for 30 ms past the bytes' due time, want over 10 ms and a late read", l)
 	}
+}
+
+// wrappedPair connects two loopback sockets and returns one wrapped in p
+// and its peer; both are closed when t ends.
+func wrappedPair(t *testing.T, p Path) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := Listen("tcp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := <-accepted
+	c := p.Wrap(raw)
+	t.Cleanup(func() { c.Close(); raw.Close(); peer.Close() })
+	return c, peer
 }
 
 // TestWriteLag: bytes held until a due time are written late when their
