@@ -39,6 +39,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/connlab/connlab/sim/harness/stack"
 )
@@ -113,10 +114,12 @@ func quietRuntime() {
 // settle prepares a process between start-up (certificates, warm-up) and
 // a run, where nothing is measured: it touches warm bytes of heap memory
 // for the run's first allocations (see warmHeap), then collects, so the run
-// starts with a clean heap.
+// starts with a clean heap; and it reads the process's usage once, which
+// opens the files a reading at the run's time 0 reads (kernel.ReadUsage).
 func settle(warm int) {
 	warmHeap(warm)
 	runtime.GC()
+	kernel.ReadUsage()
 }
 
 // labWarmHeap is the heap a lab process warms before a run: several times
