@@ -57,6 +57,7 @@ func validatePHPLab(t *testing.T, l *lab.Lab) {
 	opt := testOptions()
 	opt.MaxDuration = 2 * time.Minute
 	var bvs []*BlockValidation
+	var dropped, noDrop []string // PHP 8.5 variants given a drop_cpu, and not
 	for _, b := range l.Blocks {
 		bv := validateWith(t, b, opt, true)
 		bvs = append(bvs, bv)
@@ -66,8 +67,9 @@ func validatePHPLab(t *testing.T, l *lab.Lab) {
 			case v.Setup == SetupPHP && !strings.HasPrefix(name, "PHP 8.5."):
 				t.Errorf("%s/%s ran on %q, want PHP 8.5.x", b.ID, v.Name, name)
 			case v.Setup == SetupPHP && v.ModelError == "" && v.DropCPUMS <= 0:
-				// The driver measures it before every run (drop_cpu).
-				t.Errorf("%s/%s: the model was given no cost of dropping a closed connection", b.ID, v.Name)
+				noDrop = append(noDrop, b.ID+"/"+v.Name)
+			case v.Setup == SetupPHP && v.ModelError == "":
+				dropped = append(dropped, b.ID+"/"+v.Name)
 			case v.Setup == SetupPHPNative && v.Runtime == nil:
 				t.Logf("%s/%s: not run (%v)", b.ID, v.Name, v.Notes)
 			case v.Setup != SetupPHP && v.Setup != SetupPHPNative:
@@ -77,6 +79,16 @@ func validatePHPLab(t *testing.T, l *lab.Lab) {
 				t.Errorf("%s/%s: the model rejects it with %q, PHP with %q", b.ID, v.Name, v.ModelError, v.RealError)
 			}
 		}
+	}
+	// The driver measures drop_cpu before every run, as the median of a
+	// dozen differences of two times about a millisecond each: a driver
+	// may find it within the noise (0), but a lab
+	// whose every driver did has lost the measurement.
+	switch {
+	case len(dropped) == 0 && len(noDrop) > 0:
+		t.Errorf("no PHP 8.5 variant was given a cost of dropping a closed connection: %v", noDrop)
+	case len(noDrop) > 0:
+		t.Logf("drop_cpu within the noise (0) for %v; measured for %v", noDrop, dropped)
 	}
 	if !CheckReal(l, bvs) {
 		for _, bv := range bvs {

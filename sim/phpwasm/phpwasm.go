@@ -115,6 +115,10 @@ type Info struct {
 	// startup and shutdown, the prepend, reading its output): the model's
 	// app_time.
 	RequestCPU time.Duration `json:"request_cpu"`
+	// DropPairs is how many pairs of calls DropCPU is the median of: each
+	// the difference of two times of about a millisecond, so the median
+	// can be at or below 0 (DropCPU is then 0: the drop within the noise).
+	DropPairs int `json:"drop_pairs"`
 	// CurlTimers: the DNS cache timeout and maximum idle age curl was
 	// given (whole seconds; libcurl takes no less).
 	CurlTimers map[string]int `json:"curl_timers,omitempty"`

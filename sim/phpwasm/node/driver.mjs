@@ -562,7 +562,10 @@ echo 'dropped ', implode(' ', $ds), "\n";`);
     connect_cpu: median(0),
     handshake_cpu: tls ? median(1) : 0,
     resume_cpu: resume ? mid(resumed) : 0,
+    // A difference of two times about a millisecond each: a driver's
+    // median can come out at or below 0 (the drop within the noise).
     drop_cpu: Math.max(0, mid(dropped)),
+    drop_pairs: dropped.length,
     client_cpu: median(2),
     client_read_cpu: median(3),
     request_cpu: Math.round(walls[walls.length >> 1] * 1e6),
