@@ -546,7 +546,7 @@ func (vc *VariantComparison) harnessLate() string {
 	if missed == 0 {
 		return ""
 	}
-	return fmt.Sprintf("the harness fell behind its own emulated network by up to %.3f ms (%d reads or writes over %v late), as much as the phases missed by: this attempt measured the harness's wake-ups, not the software; run it on a quieter machine", lag, late, netem.LateRead)
+	return fmt.Sprintf("the harness fell behind its own emulated network by up to %.3f ms (%d reads or writes over %v late), at least as much as the phases were over the model: this attempt measured the harness's wake-ups, not the software; run it on a quieter machine", lag, late, netem.LateRead)
 }
 
 // missed says what in vc was outside tolerance: the phases and counts that
