@@ -10,15 +10,15 @@ import (
 )
 
 // ReadUsage reads this process's usage; ok is false where it cannot.
-// RunDelay and Steal stay 0 where the kernel does not keep them.
+// HasRunDelay and HasSteal are false where the kernel does not keep them.
 func ReadUsage() (u Usage, ok bool) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return Usage{}, false
 	}
 	u = Usage{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), Faults: ru.Minflt + ru.Majflt, Disk: ru.Majflt}
-	u.RunDelay = runDelay()
-	u.Steal = steal()
+	u.RunDelay, u.HasRunDelay = runDelay()
+	u.Steal, u.HasSteal = steal()
 	return u, true
 }
 
@@ -27,11 +27,12 @@ func ReadUsage() (u Usage, ok bool) {
 // nanoseconds; kept where the kernel has CONFIG_SCHED_INFO). Opening a
 // /proc file costs tens of microseconds, reading an open one about one:
 // each thread's file stays open (schedFDs) so that a reading at a run's
-// time 0 is quick.
-func runDelay() time.Duration {
+// time 0 is quick. ok is false when no thread's file could be read: a
+// kernel without CONFIG_SCHED_INFO has none.
+func runDelay() (d time.Duration, ok bool) {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	schedFDs.Lock()
 	defer schedFDs.Unlock()
@@ -46,11 +47,13 @@ func runDelay() time.Duration {
 		live[tid] = true
 		n, err := schedFDs.read(tid, buf[:])
 		if err != nil {
-			continue // the thread ended
+			continue // the thread ended, or the kernel keeps no schedstat
 		}
 		if f := bytes.Fields(buf[:n]); len(f) >= 2 {
-			d, _ := strconv.ParseInt(string(f[1]), 10, 64)
-			sum += d
+			if v, err := strconv.ParseInt(string(f[1]), 10, 64); err == nil {
+				sum += v
+				ok = true
+			}
 		}
 	}
 	for tid, fd := range schedFDs.m {
@@ -59,7 +62,7 @@ func runDelay() time.Duration {
 			delete(schedFDs.m, tid)
 		}
 	}
-	return time.Duration(sum)
+	return time.Duration(sum), ok
 }
 
 // schedFDs holds an open schedstat file for each thread, by thread id.
@@ -93,26 +96,49 @@ func (s *fdCache) read(tid string, buf []byte) (int, error) {
 const userHZ = 100
 
 // steal reads the machine's stolen time from /proc/stat's first line (the
-// eighth figure, in units of 1/userHZ s: a resolution of 10 ms).
-func steal() time.Duration {
-	f, err := os.Open("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
+// eighth figure, in units of 1/userHZ s: a resolution of 10 ms). The file
+// stays open, as the schedstat files do (statFD); ok is false when it
+// cannot be read or has no such figure.
+func steal() (time.Duration, bool) {
+	statFD.Lock()
+	defer statFD.Unlock()
 	var buf [512]byte
-	n, _ := f.Read(buf[:])
-	return parseSteal(buf[:n])
+	for try := 0; try < 2; try++ {
+		if statFD.fd < 0 {
+			fd, err := syscall.Open("/proc/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				return 0, false
+			}
+			statFD.fd = fd
+		}
+		n, err := syscall.Pread(statFD.fd, buf[:], 0)
+		if err == nil {
+			return parseSteal(buf[:n])
+		}
+		syscall.Close(statFD.fd)
+		statFD.fd = -1
+	}
+	return 0, false
 }
 
+// statFD is /proc/stat, open (-1 before the first reading).
+var statFD = struct {
+	sync.Mutex
+	fd int
+}{fd: -1}
+
 // parseSteal reads the steal of /proc/stat's text, which starts with the
-// line "cpu  user nice system idle iowait irq softirq steal …".
-func parseSteal(stat []byte) time.Duration {
+// line "cpu  user nice system idle iowait irq softirq steal …"; ok is
+// false without it (a kernel before 2.6.11).
+func parseSteal(stat []byte) (time.Duration, bool) {
 	line, _, _ := bytes.Cut(stat, []byte("\n"))
 	fields := bytes.Fields(line)
 	if len(fields) < 9 || string(fields[0]) != "cpu" {
-		return 0
+		return 0, false
 	}
-	ticks, _ := strconv.ParseInt(string(fields[8]), 10, 64)
-	return time.Duration(ticks) * time.Second / userHZ
+	ticks, err := strconv.ParseInt(string(fields[8]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ticks) * time.Second / userHZ, true
 }
