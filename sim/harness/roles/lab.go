@@ -105,7 +105,15 @@ func (lp *labProc) recordUse(u kernel.Usage) {
 	if lp.use == nil {
 		d := u.Sub(lp.useAt)
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		lp.use = &wire.StartUse{CPUMS: ms(d.CPU), Faults: d.Faults, DiskFaults: d.Disk, RunDelayMS: ms(d.RunDelay), StealMS: ms(d.Steal)}
+		lp.use = &wire.StartUse{CPUMS: ms(d.CPU), Faults: d.Faults, DiskFaults: d.Disk}
+		if d.HasRunDelay {
+			v := ms(d.RunDelay)
+			lp.use.RunDelayMS = &v
+		}
+		if d.HasSteal {
+			v := ms(d.Steal)
+			lp.use.StealMS = &v
+		}
 	}
 }
 

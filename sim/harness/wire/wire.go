@@ -227,13 +227,14 @@ const StartWindow = 50 * time.Millisecond
 // CPU (other threads or processes held them), and StealMS how much CPU
 // time the hypervisor gave to others meanwhile (the whole machine's, in
 // steps of 10 ms): a process that used little CPU and was late waited for
-// something, and these say whether it was a CPU.
+// something, and these say whether it was a CPU. Either is left out
+// (nil) where the kernel does not keep it.
 type StartUse struct {
-	CPUMS      float64 `json:"cpu_ms"`
-	Faults     int64   `json:"page_faults"`
-	DiskFaults int64   `json:"disk_faults,omitempty"`
-	RunDelayMS float64 `json:"run_delay_ms"`
-	StealMS    float64 `json:"steal_ms"`
+	CPUMS      float64  `json:"cpu_ms"`
+	Faults     int64    `json:"page_faults"`
+	DiskFaults int64    `json:"disk_faults,omitempty"`
+	RunDelayMS *float64 `json:"run_delay_ms,omitempty"`
+	StealMS    *float64 `json:"steal_ms,omitempty"`
 }
 
 // String is the use for a line of output.
@@ -242,7 +243,17 @@ func (u *StartUse) String() string {
 	if u.DiskFaults > 0 {
 		s += fmt.Sprintf(" (%d from disk)", u.DiskFaults)
 	}
-	return s + fmt.Sprintf(", its threads waited %.1f ms for a CPU, the host took %.0f ms (steal)", u.RunDelayMS, u.StealMS)
+	if u.RunDelayMS != nil {
+		s += fmt.Sprintf(", its threads waited %.1f ms for a CPU", *u.RunDelayMS)
+	} else {
+		s += ", how long its threads waited for a CPU is not known (no schedstat)"
+	}
+	if u.StealMS != nil {
+		s += fmt.Sprintf(", the host took %.0f ms (steal)", *u.StealMS)
+	} else {
+		s += ", the host's steal is not known"
+	}
+	return s
 }
 
 // WorkerConfig is what a worker process is told when it starts.

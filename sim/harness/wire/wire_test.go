@@ -187,3 +187,29 @@ func BenchmarkEventLine(b *testing.B) {
 		}
 	}
 }
+
+// TestStartUseUnknown: a run delay or steal the kernel does not keep is
+// said to be unknown, in the line and in JSON, not given as 0.
+func TestStartUseUnknown(t *testing.T) {
+	wait, steal := 16.8, 0.0
+	known := &StartUse{CPUMS: 40, Faults: 3, RunDelayMS: &wait, StealMS: &steal}
+	if s := known.String(); !strings.Contains(s, "waited 16.8 ms for a CPU") || !strings.Contains(s, "took 0 ms (steal)") {
+		t.Errorf("known: %q", s)
+	}
+	unknown := &StartUse{CPUMS: 40, Faults: 3}
+	s := unknown.String()
+	if strings.Contains(s, " ms for a CPU") || strings.Contains(s, "(steal)") || strings.Count(s, "not known") != 2 {
+		t.Errorf("unknown: %q", s)
+	}
+	b, err := json.Marshal(unknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "run_delay_ms") || strings.Contains(string(b), "steal_ms") {
+		t.Errorf("unknown in JSON: %s", b)
+	}
+	b, _ = json.Marshal(known)
+	if !strings.Contains(string(b), `"steal_ms":0`) {
+		t.Errorf("a known 0 steal left out of JSON: %s", b)
+	}
+}
