@@ -27,8 +27,10 @@ func ReadUsage() (u Usage, ok bool) {
 // nanoseconds; kept where the kernel has CONFIG_SCHED_INFO). Opening a
 // /proc file costs tens of microseconds, reading an open one about one:
 // each thread's file stays open (schedFDs) so that a reading at a run's
-// time 0 is quick. ok is false when no thread's file could be read: a
-// kernel without CONFIG_SCHED_INFO has none.
+// time 0 is quick. ok is false when no thread's file could be read (a
+// kernel without CONFIG_SCHED_INFO has none) or every thread's wait is
+// 0: a kernel that does not count the wait leaves it 0, and where it is
+// counted, threads that have run for a while have always waited some.
 func runDelay() (d time.Duration, ok bool) {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -52,7 +54,6 @@ func runDelay() (d time.Duration, ok bool) {
 		if f := bytes.Fields(buf[:n]); len(f) >= 2 {
 			if v, err := strconv.ParseInt(string(f[1]), 10, 64); err == nil {
 				sum += v
-				ok = true
 			}
 		}
 	}
@@ -62,7 +63,7 @@ func runDelay() (d time.Duration, ok bool) {
 			delete(schedFDs.m, tid)
 		}
 	}
-	return time.Duration(sum), ok
+	return time.Duration(sum), sum > 0
 }
 
 // schedFDs holds an open schedstat file for each thread, by thread id.
