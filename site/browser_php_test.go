@@ -68,6 +68,11 @@ func TestBrowserRealPHP(t *testing.T) {
 	if !w.Ready {
 		t.Fatalf("the real run failed: %s", w.Status)
 	}
+	// A real run's cells hold the model's value and the error beside the
+	// measurement: the table still fits its place.
+	if w.Hidden > 1 {
+		t.Errorf("the summary of the real run is %d px wider than its place in a 1280 px window: its last columns are cut off", w.Hidden)
+	}
 	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
   const f = document.getElementById("sim-option-sets");
   const cols = [...f.querySelectorAll(".sim-summary thead th")].slice(1).map(th => th.textContent);

@@ -286,6 +286,9 @@ type widgetState struct {
 	Calls   map[string][][5]float64       `json:"calls"`
 	Summary map[string]map[string]float64 `json:"summary"`
 	Checks  []string                      `json:"checks"`
+	// Hidden is how many pixels of the summary table its place cuts off
+	// (the reader would have to scroll it sideways).
+	Hidden int `json:"hidden"`
 }
 
 const readWidgetJS = `(() => {
@@ -298,7 +301,9 @@ const readWidgetJS = `(() => {
   const summary = {};
   for (const tr of f.querySelectorAll(".sim-summary tr[data-metric]")) for (const td of tr.querySelectorAll("td[data-value]")) (summary[td.dataset.variant] ||= {})[tr.dataset.metric] = +td.dataset.value;
   const checks = [...f.querySelectorAll(".sim-checks li")].map(li => li.className);
-  return JSON.stringify({ready: f.dataset.ready === "1", state: st ? st.dataset.state || "" : "", status: st ? st.textContent : "", dropped: +(f.dataset.dropped || 0), panes, calls, summary, checks});
+  const sum = f.querySelector(".sim-summary");
+  const hidden = sum ? sum.scrollWidth - sum.clientWidth : 0;
+  return JSON.stringify({ready: f.dataset.ready === "1", state: st ? st.dataset.state || "" : "", status: st ? st.textContent : "", dropped: +(f.dataset.dropped || 0), panes, calls, summary, checks, hidden});
 })()`
 
 func readWidget(ctx context.Context, id string) (*widgetState, error) {
@@ -383,6 +388,9 @@ func TestBrowserLabs(t *testing.T) {
 					t.Fatalf("block %s: the run failed: %s", b.ID, w.Status)
 				}
 				checkWidget(t, b.ID, w, want[p.name][b.ID])
+				if w.Hidden > 1 {
+					t.Errorf("block %s: the summary is %d px wider than its place in a 1280 px window: its last columns are cut off", b.ID, w.Hidden)
+				}
 				if !shot {
 					shot = true
 					// The sticky header would cover the widget's title.

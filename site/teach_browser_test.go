@@ -420,10 +420,19 @@ const englishOnPageJS = `(() => {
   };
   const shown = (e) => e.checkVisibility ? e.checkVisibility() : !!e.offsetParent;
   const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  // A <wbr> (a long identifier's break, sim/summary.ts) splits a word into
+  // text nodes: such an element's words are read from its whole text.
+  const whole = new Set();
   for (let n = walk.nextNode(); n; n = walk.nextNode()) {
     const p = n.parentElement;
     if (!p || p.closest(skip) || p.closest(codeish) || !shown(p)) continue;
-    words(n.textContent, p.tagName.toLowerCase() + (p.className && typeof p.className === "string" ? "." + p.className.split(" ")[0] : ""));
+    const where = p.tagName.toLowerCase() + (p.className && typeof p.className === "string" ? "." + p.className.split(" ")[0] : "");
+    if (p.querySelector(":scope > wbr")) {
+      if (!whole.has(p)) words(p.textContent, where);
+      whole.add(p);
+      continue;
+    }
+    words(n.textContent, where);
   }
   for (const e of document.body.querySelectorAll("[title],[aria-label],[placeholder]")) {
     if (e.closest(skip) || e.closest(codeish) || !shown(e)) continue;

@@ -59,7 +59,8 @@ export function renderSummary(root: HTMLElement, vs: VariantData[], real: boolea
   const head = el("tr");
   head.append(el("th"));
   for (const d of vs) {
-    const th = el("th", "", d.label);
+    const th = el("th");
+    th.append(...breakable(d.label));
     th.scope = "col";
     head.append(th);
   }
@@ -121,6 +122,22 @@ export function renderSummary(root: HTMLElement, vs: VariantData[], real: boolea
   root.replaceChildren(table);
   const rows = vs.flatMap((d) => (d.compare || []).map((p) => ({ d, p })));
   if (rows.length) root.append(compareTable(rows));
+}
+
+// breakable is a label as text with a line-break opportunity after each
+// underscore of a word longer than ten characters, so that an identifier
+// such as curl_share_init_persistent() can wrap in a narrow column instead
+// of widening the table; a column wide enough keeps it whole.
+function breakable(label: string): Node[] {
+  const out: Node[] = [];
+  for (const word of label.split(/(?<=\s)/)) {
+    const parts = word.length > 10 ? word.split(/(?<=_)/) : [word];
+    parts.forEach((part, i) => {
+      if (i > 0) out.push(el("wbr"));
+      out.push(document.createTextNode(part));
+    });
+  }
+  return out;
 }
 
 function compareTable(rows: { d: VariantData; p: PhaseRow }[]): HTMLElement {

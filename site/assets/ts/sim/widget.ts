@@ -51,6 +51,7 @@ export class Widget {
   private status = el("div", "sim-status");
   private notes = el("ul", "sim-notes");
   private panesEl = el("div", "sim-panes");
+  private bottomEl = el("div", "sim-bottom");
   private panes: Pane[] = [];
   private cdf: CDF;
   private summaryEl = el("div", "sim-summary");
@@ -169,7 +170,7 @@ export class Widget {
     item(SOCK.twServer, t("st_time_wait_server"), "hatch");
     item(SOCK.portError, t("st_port_error"));
 
-    const bottom = el("div", "sim-bottom");
+    const bottom = this.bottomEl;
     const cdfBox = el("div", "sim-box");
     cdfBox.append(el("p", "sim-section", t("w_latency")), this.cdf.root);
     const sumBox = el("div", "sim-box");
@@ -243,6 +244,9 @@ export class Widget {
     this.panesEl.replaceChildren(...this.panes.map((p) => p.root));
     this.panesEl.style.setProperty("--cols", String(Math.min(vs.length, 4)));
     this.panesEl.dataset.count = String(vs.length);
+    // Beside the CDF, the summary has room for two variants' columns; with
+    // more it goes below it, at the widget's full width (sim.css).
+    this.bottomEl.dataset.count = String(vs.length);
   }
 
   // fresh is an empty variant for a run; with the block's own parameters it
