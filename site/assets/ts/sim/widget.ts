@@ -170,12 +170,11 @@ export class Widget {
     item(SOCK.twServer, t("st_time_wait_server"), "hatch");
     item(SOCK.portError, t("st_port_error"));
 
-    const bottom = this.bottomEl;
     const cdfBox = el("div", "sim-box");
     cdfBox.append(el("p", "sim-section", t("w_latency")), this.cdf.root);
     const sumBox = el("div", "sim-box");
     sumBox.append(el("p", "sim-section", t("w_summary")), this.summaryEl, this.checksEl);
-    bottom.append(cdfBox, sumBox);
+    this.bottomEl.append(cdfBox, sumBox);
     this.callsEl.append(el("summary", "", t("w_calls_table")));
     // The table is built when opened: thousands of rows are costly DOM.
     this.callsEl.addEventListener("toggle", () => {
@@ -186,7 +185,7 @@ export class Widget {
 
     const cap = f.querySelector("figcaption");
     const after = cap ? cap.nextSibling : f.firstChild;
-    for (const n of [toolbar, legend, this.panesEl, bottom, this.callsEl, this.tipEl]) f.insertBefore(n, after);
+    for (const n of [toolbar, legend, this.panesEl, this.bottomEl, this.callsEl, this.tipEl]) f.insertBefore(n, after);
     this.updateCommand();
   }
 
