@@ -57,10 +57,10 @@ func inPrivateNamespace(t *testing.T, name string, env ...string) {
 // samplerTakeoverChild runs the takeover up to three times, on a new pair
 // of ports each time. A watcher reads the kernel's table every millisecond
 // around the second connection; an attempt counts only when the kernel did
-// list that connection in TIME_WAIT. One CI run saw the taken-over
+// list that connection in TIME_WAIT. A CI run once saw the taken-over
 // connection leave no TIME_WAIT at all (the sampler then rightly counted
-// none), which 250 runs here never did: an attempt where the kernel kept
-// none is logged with the kernel's counters, and the next one decides.
+// none): an attempt where the kernel kept none is logged with the kernel's
+// counters, and the next one decides.
 func samplerTakeoverChild(t *testing.T) {
 	if err := LoopbackUp(); err != nil {
 		t.Fatal(err)
