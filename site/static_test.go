@@ -752,3 +752,117 @@ func gzipSize(b []byte) int {
 }
 
 var _ = html.ElementNode
+
+// A chart is drawn once its widget comes near the view, or before the page
+// is printed (sim/canvas.ts Width): a lab page opened at its top draws the
+// charts of the blocks the reader sees, not those further down; scrolling
+// to a block draws its charts, and so does a beforeprint event for every
+// block left.
+func TestChartsDrawnInView(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	files := staticServer(t, s.public)
+	var p *sitePage
+	for i := range s.pages {
+		if s.pages[i].name == "php-persistent-share" && s.pages[i].lang == "en" {
+			p = &s.pages[i]
+		}
+	}
+	if p == nil {
+		t.Fatal("no English php-persistent-share page")
+	}
+	// Each block: where it is on the page, and whether each of its shown
+	// canvases was drawn (setup in canvas.ts sets data-size).
+	type block struct {
+		ID    string  `json:"id"`
+		Top   float64 `json:"top"`
+		View  float64 `json:"view"`
+		Drawn []bool  `json:"drawn"`
+	}
+	const readJS = `JSON.stringify([...document.querySelectorAll("figure.sim")].map((f) => ({id: f.id,
+  top: f.getBoundingClientRect().top, view: innerHeight,
+  drawn: [...f.querySelectorAll("canvas")].filter((c) => c.offsetParent).map((c) => !!c.dataset.size)})))`
+	read := func(js string) []block {
+		t.Helper()
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bs []block
+		if err := json.Unmarshal([]byte(raw), &bs); err != nil {
+			t.Fatal(err)
+		}
+		return bs
+	}
+	all := func(d []bool) bool { return len(d) > 0 && !slices.Contains(d, false) }
+	// open loads the page at its top and returns the blocks well below the
+	// view (further than the observer's margin) that show canvases; none
+	// of those may have drawn one.
+	open := func() []block {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(files.URL+p.url)); err != nil {
+			t.Fatal(err)
+		}
+		waitModel(t, ctx)
+		var far []block
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			bs := read(readJS)
+			near := true
+			far = far[:0]
+			for _, b := range bs {
+				switch {
+				case b.Top < b.View && len(b.Drawn) > 0 && !all(b.Drawn):
+					near = false // in view, not drawn yet
+				case b.Top > b.View+600 && len(b.Drawn) > 0:
+					far = append(far, b)
+				}
+			}
+			if near {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a block in view has not drawn its charts: %+v", bs)
+			}
+		}
+		if len(far) == 0 {
+			t.Fatalf("no block with charts far below the view on %s", p.url)
+		}
+		for _, b := range far {
+			if slices.Contains(b.Drawn, true) {
+				t.Errorf("%s, %.0f px below the top of a %.0f px view, drew a chart before it came into view: %v", b.ID, b.Top, b.View, b.Drawn)
+			}
+		}
+		return far
+	}
+
+	far := open()
+	last := far[len(far)-1]
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.getElementById(%q).scrollIntoView(), true`, last.ID))); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var b *block
+		for _, x := range read(readJS) {
+			if x.ID == last.ID {
+				b = &x
+			}
+		}
+		if b != nil && all(b.Drawn) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s scrolled into view but its charts were not drawn: %+v", last.ID, b)
+		}
+	}
+
+	// Printing draws every chart, at once (the event's listeners run before
+	// the page is laid out for print).
+	far = open()
+	for _, b := range read(`window.dispatchEvent(new Event("beforeprint")), ` + readJS) {
+		for _, f := range far {
+			if f.ID == b.ID && !all(b.Drawn) {
+				t.Errorf("%s: not every chart drawn for printing: %v", b.ID, b.Drawn)
+			}
+		}
+	}
+}

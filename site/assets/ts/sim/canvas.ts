@@ -168,21 +168,82 @@ export function hatch(ctx: CanvasRenderingContext2D, color: string): CanvasPatte
 // long page stutter under a fast stream. Until the observer reports, a new
 // chart takes the width the last chart of its kind had, or is not drawn:
 // the observer's first report, right after layout, draws it.
+//
+// A chart is drawn only once its widget (its figure) has come near the
+// viewport, or before printing: a lab page opens with the build-time
+// results of every block, and drawing the charts out of view took the
+// page's thread while the block in view waited for its first run.
 export class Width {
   private static hint = new Map<string, number>();
+  // The figures that have come near the viewport, and the charts on the
+  // page that wait for theirs (an IntersectionObserver on each figure).
+  private static seen = new WeakSet<Element>();
+  private static waiting = new Map<Element, Set<Width>>();
+  private static near: IntersectionObserver | null = null;
   value = 0;
-  constructor(private target: HTMLElement, onChange: () => void) {
+  private shown = typeof IntersectionObserver === "undefined";
+  constructor(
+    private target: HTMLElement,
+    private onChange: () => void,
+  ) {
     new ResizeObserver((entries) => {
       const w = Math.floor(entries[entries.length - 1].contentRect.width);
       if (w > 0) Width.hint.set(target.className, w);
       if (w !== this.value) {
         this.value = w;
-        onChange();
+        if (this.isShown()) onChange();
       }
     }).observe(target);
   }
   get(): number {
+    if (!this.isShown()) return 0;
     return this.value || Width.hint.get(this.target.className) || 0;
+  }
+
+  // isShown reports whether the chart may draw. A chart not on the page yet
+  // waits for the observer's report that it is laid out.
+  private isShown(): boolean {
+    if (this.shown || !this.target.isConnected) return this.shown;
+    const fig = this.target.closest("figure");
+    if (!fig || Width.seen.has(fig)) this.shown = true;
+    else Width.wait(fig, this);
+    return this.shown;
+  }
+
+  private static wait(fig: Element, w: Width): void {
+    if (!Width.near) {
+      Width.near = new IntersectionObserver(
+        (entries) => {
+          for (const e of entries) if (e.isIntersecting) Width.reveal(e.target);
+        },
+        { rootMargin: "300px 0px" },
+      );
+      // A printed page shows every chart.
+      window.addEventListener("beforeprint", () => {
+        for (const f of [...Width.waiting.keys()]) Width.reveal(f);
+      });
+    }
+    let set = Width.waiting.get(fig);
+    if (!set) {
+      set = new Set();
+      Width.waiting.set(fig, set);
+      Width.near.observe(fig);
+    }
+    // A run replaces its widget's charts: the old ones are off the page.
+    for (const x of set) if (!x.target.isConnected) set.delete(x);
+    set.add(w);
+  }
+
+  // reveal draws the charts that waited for a figure.
+  private static reveal(fig: Element): void {
+    Width.seen.add(fig);
+    Width.near?.unobserve(fig);
+    const set = Width.waiting.get(fig);
+    Width.waiting.delete(fig);
+    for (const x of set || []) {
+      x.shown = true;
+      x.onChange();
+    }
   }
 }
 
