@@ -49,18 +49,30 @@ function start(): void {
   // Find out early whether a server answers, so the page can say so. Once
   // runs can go somewhere, blocks opened from a link run, and a small block
   // runs by itself when it comes into view, so the reader finds live
-  // results (one block at a time, not the whole page at once).
+  // results (one block at a time, not the whole page at once). Which blocks
+  // are in view is known before then: the block the reader sees runs as
+  // soon as the model can, not a frame later.
+  let begun = false;
+  const inView = new Set<Widget>();
+  const auto = (w: Widget) => {
+    if (w.idle()) void w.run("model", true);
+  };
+  const seen = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (!e.isIntersecting) continue;
+      seen.unobserve(e.target);
+      const w = widgets.get((e.target as HTMLElement).dataset.simBlock || "");
+      if (!w) continue;
+      if (begun) auto(w);
+      else inView.add(w);
+    }
+  }, { rootMargin: "100px" });
+  for (const w of widgets.values()) if (w.small()) seen.observe(w.element);
   const begin = () => {
+    begun = true;
     for (const w of widgets.values()) if (w.linked) void w.run("model", false, true);
-    const seen = new IntersectionObserver((entries) => {
-      for (const e of entries) {
-        if (!e.isIntersecting) continue;
-        seen.unobserve(e.target);
-        const w = widgets.get((e.target as HTMLElement).dataset.simBlock || "");
-        if (w && w.idle()) void w.run("model", true);
-      }
-    }, { rootMargin: "100px" });
-    for (const w of widgets.values()) if (w.small()) seen.observe(w.element);
+    for (const w of widgets.values()) if (inView.has(w)) auto(w);
+    inView.clear();
   };
   if (widgets.size && hostP) {
     void hostP.then(async (h) => {
