@@ -66,6 +66,11 @@ func browser(t testing.TB) context.Context {
 		// own folder, it goes when the test ends.
 		chromedp.Env("TMPDIR=" + t.TempDir()),
 	}
+	// V8's own flags, to measure with a setting a reader's browser may not
+	// have (benchmarks): CONNLAB_JS_FLAGS=--wasm-caching-timeout-ms=0, say.
+	if f := os.Getenv("CONNLAB_JS_FLAGS"); f != "" {
+		opts = append(opts, chromedp.Flag("js-flags", f))
+	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tab, cancelTab := chromedp.NewContext(actx)
 	// A test that waits for something that never comes (an element a
