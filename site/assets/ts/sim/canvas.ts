@@ -165,9 +165,9 @@ export function hatch(ctx: CanvasRenderingContext2D, color: string): CanvasPatte
 
 // Width tracks an element's content width with a ResizeObserver, so that
 // drawing never reads layout: a forced layout per chart is what makes a
-// long page stutter under a fast stream. Until the observer reports, a new
-// chart takes the width the last chart of its kind had, or is not drawn:
-// the observer's first report, right after layout, draws it.
+// long page stutter under a fast stream. Until the observer reports, a
+// chart on the page takes the width the last chart of its kind had, or is
+// not drawn: the observer's first report, right after layout, draws it.
 //
 // A chart is drawn only once its widget (its figure) has come near the
 // viewport, or before printing: a lab page opens with the build-time
@@ -242,7 +242,7 @@ export class Width {
     Width.waiting.delete(fig);
     for (const x of set || []) {
       x.shown = true;
-      x.onChange();
+      if (x.target.isConnected) x.onChange();
     }
   }
 }
