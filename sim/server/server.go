@@ -263,6 +263,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 	}
+	// A connection on which no request has come yet (a browser's
+	// preconnect, or a page reconnecting its socket as the server closes
+	// it) holds Shutdown for 5 s and makes it fail: at shutdown such
+	// connections are closed, and new ones as they come.
+	var cmu sync.Mutex
+	fresh := map[net.Conn]bool{}
+	stopping := false
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		cmu.Lock()
+		defer cmu.Unlock()
+		switch {
+		case st == http.StateNew && stopping:
+			c.Close()
+		case st == http.StateNew:
+			fresh[c] = true
+		default:
+			delete(fresh, c)
+		}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error
@@ -272,6 +291,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err = <-errc:
 		served = true
 	}
+	cmu.Lock()
+	stopping = true
+	for c := range fresh {
+		c.Close()
+	}
+	clear(fresh)
+	cmu.Unlock()
 	if !s.closeWithin(10 * time.Second) {
 		s.logf("sim serve: some runs did not stop within 10 s of shutdown; exiting anyway")
 	}

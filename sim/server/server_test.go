@@ -1106,6 +1106,47 @@ func TestServeShutdown(t *testing.T) {
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
+// A connection that has sent no request (a browser opens some ahead of
+// time) does not hold the shutdown: Serve returns without error, the
+// connection closed. Without the server closing it, http.Server.Shutdown
+// waits 5 s for it and fails.
+func TestServeShutdownFreshConn(t *testing.T) {
+	s := New(Options{Labs: []string{labsDir}})
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(ctx, ln) }()
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	// The server has taken the connection (a request on another one was
+	// answered after it was accepted).
+	if r, err := http.Get("http://" + ln.Addr().String() + "/api/server.json"); err != nil {
+		t.Fatal(err)
+	} else {
+		r.Body.Close()
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the connection without a request is still open after Serve returned: %v", err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
 // The server pings; a page that answers stays, one that stops reading is
 // closed after PongWait.
 func TestPingPong(t *testing.T) {
