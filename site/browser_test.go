@@ -523,15 +523,7 @@ func TestBrowserNoServer(t *testing.T) {
 		plain.ServeHTTP(w, r)
 	}))
 	defer files.Close()
-	var p *sitePage
-	for i := range s.pages {
-		if s.pages[i].name == "php-persistent-share" && s.pages[i].lang == "ko" {
-			p = &s.pages[i]
-		}
-	}
-	if p == nil {
-		t.Fatal("no Korean php-persistent-share page")
-	}
+	p := s.page(t, "php-persistent-share", "ko")
 	if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+p.url)); err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,18 @@ type sitePage struct {
 	lab  *lab.Lab
 }
 
+// page is the built page of that name in lang; the test stops without it.
+func (s *builtSite) page(t testing.TB, name, lang string) *sitePage {
+	t.Helper()
+	for i := range s.pages {
+		if s.pages[i].name == name && s.pages[i].lang == lang {
+			return &s.pages[i]
+		}
+	}
+	t.Fatalf("no %s page %s among the built pages", lang, name)
+	return nil
+}
+
 type siteLabOutput struct {
 	Blocks []struct {
 		ID       string `json:"id"`

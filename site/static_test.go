@@ -86,10 +86,20 @@ func (c *console) take() []string {
 // waitModel waits until the page's model is ready (or says why not).
 func waitModel(t *testing.T, ctx context.Context) {
 	t.Helper()
-	st, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const s = document.documentElement.dataset.simModel;
+	var st string
+	for deadline := time.Now().Add(time.Minute); ; {
+		var err error
+		st, err = chromedp.Run(ctx, chromedp.Poll[string](`(() => { const s = document.documentElement.dataset.simModel;
 return s === "ready" || s === "failed" ? s + " " + (window.connlabModel?.error || "") : false; })()`, chromedp.WithPollingTimeout(time.Minute)))
-	if err != nil {
-		t.Fatalf("the model did not load: %v", err)
+		if err == nil {
+			break
+		}
+		// Right after a navigation the poll can meet the page between two
+		// documents; ask the new one.
+		if time.Now().After(deadline) || !strings.Contains(err.Error(), "context with specified id") {
+			t.Fatalf("the model did not load: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if !strings.HasPrefix(st, "ready") {
 		t.Fatalf("the model did not start: %s", st)
@@ -762,15 +772,7 @@ func TestChartsDrawnInView(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
 	files := staticServer(t, s.public)
-	var p *sitePage
-	for i := range s.pages {
-		if s.pages[i].name == "php-persistent-share" && s.pages[i].lang == "en" {
-			p = &s.pages[i]
-		}
-	}
-	if p == nil {
-		t.Fatal("no English php-persistent-share page")
-	}
+	p := s.page(t, "php-persistent-share", "en")
 	// Each block: where it is on the page, and whether each of its shown
 	// canvases was drawn (setup in canvas.ts sets data-size).
 	type block struct {

@@ -72,12 +72,7 @@ func shoot(t *testing.T, ctx context.Context, s *builtSite, sel, name string) {
 // its one call, as sim run computes it.
 func modelCall(t *testing.T, s *builtSite, set ...string) sim.Event {
 	t.Helper()
-	var p *sitePage
-	for i := range s.pages {
-		if s.pages[i].name == "anatomy" && s.pages[i].lang == "en" {
-			p = &s.pages[i]
-		}
-	}
+	p := s.page(t, "anatomy", "en")
 	b, err := p.lab.Block("call")
 	if err != nil {
 		t.Fatal(err)
