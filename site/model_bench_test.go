@@ -66,8 +66,9 @@ func BenchmarkModelFirstResult(b *testing.B) {
 	pages := http.FileServer(http.Dir(s.public))
 	// The host caches the files whose names carry a content hash for good,
 	// as the README asks of a host and sim serve does: a cached visit does
-	// not revalidate them. Chromium uses a .wasm's code cache only with the
-	// response it was made from, not with one revalidated since (304).
+	// not revalidate them. Served by a plain file server (Last-Modified
+	// only), the .wasm's code cache was written on every visit and used on
+	// none.
 	hashed := regexp.MustCompile(`\.[0-9a-f]{16,}\.[A-Za-z0-9]+$`)
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hashed.MatchString(r.URL.Path) {
