@@ -1066,29 +1066,16 @@ func TestServeShutdown(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
-	ln, err := netListen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ctx, ln) }()
-	url := "ws://" + ln.Addr().String() + "/ws"
-	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	addr, stop := serveTest(t, s, 10*time.Second)
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	send(t, c, runReq{Type: "run", ID: "r", Lab: "php-persistent-share", Block: "across-requests", Mode: "real"})
 	until(t, c, "r", "started")
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
+	if err := stop(); err != nil {
+		t.Errorf("Serve: %v", err)
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
@@ -1106,12 +1093,11 @@ func TestServeShutdown(t *testing.T) {
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
-// A connection that has sent no request (a browser opens some ahead of
-// time) does not hold the shutdown: Serve returns without error, the
-// connection closed. Without the server closing it, http.Server.Shutdown
-// waits 5 s for it and fails.
-func TestServeShutdownFreshConn(t *testing.T) {
-	s := New(Options{Labs: []string{labsDir}})
+// serveTest runs s.Serve on a new loopback listener. stop cancels it and
+// returns Serve's error; the test fails if Serve has not returned within
+// wait.
+func serveTest(t *testing.T, s *Server, wait time.Duration) (addr string, stop func() error) {
+	t.Helper()
 	ln, err := netListen()
 	if err != nil {
 		t.Fatal(err)
@@ -1119,26 +1105,38 @@ func TestServeShutdownFreshConn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(ctx, ln) }()
-	idle, err := net.Dial("tcp", ln.Addr().String())
+	return ln.Addr().String(), func() error {
+		cancel()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(wait):
+			t.Fatalf("Serve did not return within %v of shutdown", wait)
+			return nil
+		}
+	}
+}
+
+// A connection that has sent no request (a browser opens some ahead of
+// time) does not hold the shutdown: Serve returns without error, the
+// connection closed. Without the server closing it, http.Server.Shutdown
+// waits 5 s for it and fails.
+func TestServeShutdownFreshConn(t *testing.T) {
+	addr, stop := serveTest(t, New(Options{Labs: []string{labsDir}}), 20*time.Second)
+	idle, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer idle.Close()
 	// The server has taken the connection (a request on another one was
 	// answered after it was accepted).
-	if r, err := http.Get("http://" + ln.Addr().String() + "/api/server.json"); err != nil {
+	if r, err := http.Get("http://" + addr + "/api/server.json"); err != nil {
 		t.Fatal(err)
 	} else {
 		r.Body.Close()
 	}
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Serve did not return")
+	if err := stop(); err != nil {
+		t.Errorf("Serve: %v", err)
 	}
 	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := idle.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -1185,19 +1183,9 @@ func TestPingPong(t *testing.T) {
 
 // Serve drops a client that sends its headers too slowly (slowloris).
 func TestServeHeaderTimeout(t *testing.T) {
-	s := New(Options{Labs: []string{labsDir}, Limits: Limits{HeaderTimeout: 200 * time.Millisecond}})
-	ln, err := netListen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-errc
-	}()
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	addr, stop := serveTest(t, New(Options{Labs: []string{labsDir}, Limits: Limits{HeaderTimeout: 200 * time.Millisecond}}), 20*time.Second)
+	defer stop()
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
