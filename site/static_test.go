@@ -669,6 +669,40 @@ func TestStaticProbeOnce(t *testing.T) {
 	}
 }
 
+// TestModelStartsBeforeStylesheets: on a page with a widget, the script
+// that starts the model's worker comes before the stylesheets. After one,
+// it waits until the stylesheet has loaded (head.html).
+func TestModelStartsBeforeStylesheets(t *testing.T) {
+	s := site(t)
+	checked := 0
+	for _, p := range s.pages {
+		if p.lab == nil {
+			continue
+		}
+		doc := s.html(t, p.url)
+		boot, sheet := -1, -1
+		for i, n := range hFind(doc, "", "") {
+			switch {
+			case n.Data == "script" && boot < 0 && strings.Contains(hText(n), "connlabBoot"):
+				boot = i
+			case n.Data == "link" && sheet < 0 && hAttr(n, "rel") == "stylesheet":
+				sheet = i
+			}
+		}
+		if boot < 0 || sheet < 0 {
+			t.Errorf("%s: the worker's start script at %d, the first stylesheet at %d: want both", p.url, boot, sheet)
+			continue
+		}
+		if boot > sheet {
+			t.Errorf("%s: the worker's start script comes after a stylesheet", p.url)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no lab page checked")
+	}
+}
+
 func TestStaticPublish(t *testing.T) {
 	s := site(t)
 	files := staticServer(t, s.public)
