@@ -524,10 +524,11 @@ func TestBrowserNoServer(t *testing.T) {
 	}))
 	defer files.Close()
 	p := s.page(t, "php-persistent-share", "ko")
-	if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+p.url)); err != nil {
+	// At the block: sim.ts builds the widgets of the blocks in view first.
+	id := "sim-" + p.lab.Blocks[0].ID
+	if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+p.url+"#"+id)); err != nil {
 		t.Fatal(err)
 	}
-	id := "sim-" + p.lab.Blocks[0].ID
 	x := expectBlocks(t, s, *p)[p.lab.Blocks[0].ID]
 	w, err := readWidget(ctx, id)
 	if err != nil {
@@ -573,7 +574,7 @@ func TestBrowserPageEvents(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+p.url)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simServer === "live"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simServer === "live" && document.documentElement.dataset.simWidgets === "all"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatal(err)
 	}
 	// What the model gives for rtt = 20ms.

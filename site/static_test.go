@@ -83,14 +83,24 @@ func (c *console) take() []string {
 	return m
 }
 
-// waitModel waits until the page's model is ready (or says why not).
+// waitWidgets waits until every block's widget is built: sim.ts builds
+// those out of view after the first run of the blocks in view.
+func waitWidgets(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simWidgets === "all"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the widgets were not all built: %v", err)
+	}
+}
+
+// waitModel waits until the page's model is ready (or says why not), and
+// every block's widget is built (sim.ts builds those out of view later).
 func waitModel(t *testing.T, ctx context.Context) {
 	t.Helper()
 	var st string
 	for deadline := time.Now().Add(time.Minute); ; {
 		var err error
 		st, err = chromedp.Run(ctx, chromedp.Poll[string](`(() => { const s = document.documentElement.dataset.simModel;
-return s === "ready" || s === "failed" ? s + " " + (window.connlabModel?.error || "") : false; })()`, chromedp.WithPollingTimeout(time.Minute)))
+return (s === "ready" || s === "failed") && document.documentElement.dataset.simWidgets === "all" ? s + " " + (window.connlabModel?.error || "") : false; })()`, chromedp.WithPollingTimeout(time.Minute)))
 		if err == nil {
 			break
 		}
@@ -501,6 +511,7 @@ func specialBlocks(t *testing.T, s *builtSite, p sitePage) (tiers, predicts []st
 // says it needs make serve.
 func checkStaticBlock(t *testing.T, ctx context.Context, s *builtSite, id, prefix string) {
 	t.Helper()
+	waitWidgets(t, ctx)
 	trace(t, ctx)
 	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(() => {
   const f = [...document.querySelectorAll("#%s .sim-field")].find((f) => f.querySelector(".sim-slider") && f.querySelector("label code")?.textContent.startsWith(%q));
@@ -802,6 +813,46 @@ var _ = html.ElementNode
 // charts of the blocks the reader sees, not those further down; scrolling
 // to a block draws its charts, and so does a beforeprint event for every
 // block left.
+// TestWidgetsInViewFirst: opened at a block, the page builds that block's
+// widget at once and the widgets of the blocks out of view only after the
+// first model result; then every one (sim.ts marks each widget built).
+func TestWidgetsInViewFirst(t *testing.T) {
+	s := site(t)
+	ctx := browser(t)
+	files := staticServer(t, s.public)
+	p := s.page(t, "php-persistent-share", "en")
+	first := p.lab.Blocks[0].ID
+	if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+p.url+"#sim-"+first)); err != nil {
+		t.Fatal(err)
+	}
+	waitModel(t, ctx)
+	raw, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => {
+  const m = {}; for (const e of performance.getEntriesByType("mark")) m[e.name] = e.startTime;
+  return m["connlab:first-result"] ? JSON.stringify(m) : false; })()`, chromedp.WithPollingTimeout(time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks map[string]float64
+	if err := json.Unmarshal([]byte(raw), &marks); err != nil {
+		t.Fatal(err)
+	}
+	result := marks["connlab:first-result"]
+	for i, b := range p.lab.Blocks {
+		at, ok := marks["connlab:built:"+b.ID]
+		switch {
+		case !ok:
+			t.Errorf("block %s: no widget", b.ID)
+		case i == 0 && at >= result:
+			t.Errorf("block %s, in view: built at %.0f ms, after the first result (%.0f ms)", b.ID, at, result)
+		case i > 0 && at < result:
+			t.Errorf("block %s, out of view: built at %.0f ms, before the first result (%.0f ms)", b.ID, at, result)
+		}
+	}
+	if len(p.lab.Blocks) < 2 {
+		t.Fatalf("%s has %d blocks; the test needs one out of view", p.url, len(p.lab.Blocks))
+	}
+}
+
 func TestChartsDrawnInView(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)

@@ -124,7 +124,7 @@ func TestBrowserLadder(t *testing.T) {
 				t.Errorf("the build-time ladder: %v; want TLS 1.3, 3 TCP packets, 3 TLS flights, total %s ms", f, msOf(first.Total))
 			}
 			checkMarks(t, "the build-time ladder", f, first)
-			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simServer === "live"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simServer === "live" && document.documentElement.dataset.simWidgets === "all"`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range []struct {

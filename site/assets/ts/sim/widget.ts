@@ -41,6 +41,10 @@ interface Transport {
 }
 
 let firstResult = false; // a run finished on this page (benchmarks read the mark)
+let settleFirst: () => void;
+// firstRun settles when a run first finishes on this page (sim.ts builds
+// the widgets out of view after it).
+export const firstRun = new Promise<void>((r) => (settleFirst = r));
 
 interface Pane { d: VariantData; wf: Waterfall; tl: Timeline; root: HTMLElement; chain?: ChainView }
 
@@ -516,6 +520,7 @@ export class Widget {
         this.fig.dataset.events = String(this.events);
         if (!firstResult) {
           firstResult = true;
+          settleFirst();
           performance.mark("connlab:first-result");
         }
         this.finishedRun = !this.auto;
