@@ -154,16 +154,12 @@ function start(): void {
   // soon as the model can, not a frame later.
   const begin = () => {
     begun = true;
-    let ran = false;
-    for (const w of widgets.values()) {
-      if (w.linked) {
-        void w.run("model", false, true);
-        ran = true;
-      } else if (inView.has(w) && w.idle()) {
-        auto(w);
-        ran = true;
-      }
-    }
+    // A small block built now is in the view: it runs now, or when the
+    // observer above reports it (the model may be ready before the page's
+    // first frame).
+    const ran = [...widgets.values()].some((w) => w.linked || (w.small() && w.idle()));
+    for (const w of widgets.values()) if (w.linked) void w.run("model", false, true);
+    for (const w of widgets.values()) if (inView.has(w)) auto(w);
     inView.clear();
     after(ran);
   };
