@@ -199,7 +199,9 @@ func BenchmarkModelRerun(b *testing.B) {
 			if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(files.URL+p.url)); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simModel === "ready"`, chromedp.WithPollingTimeout(time.Minute))); err != nil {
+			// The model ready, and every block's widget built (sim.ts builds
+			// those out of view after the first run in view).
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.documentElement.dataset.simModel === "ready" && document.documentElement.dataset.simWidgets === "all"`, chromedp.WithPollingTimeout(time.Minute))); err != nil {
 				b.Fatal(err)
 			}
 			js := fmt.Sprintf(`(async () => {
