@@ -80,12 +80,12 @@ gen: build
 # WebAssembly (sim/cmd/simwasm), and Go's own loader for it, from the Go
 # that builds it. The tag nolabparse leaves out the Markdown and TOML
 # readers: the page hands the model its labs as data (make data). Written
-# whole or not at all. WASMCOLD are packages a run does not spend its time
-# in (messages, reflection, reading a lab and its JSON): built without
-# inlining, which there only adds bytes to every reader's download.
+# whole or not at all. WASMCOLD are packages a run spends little of its
+# time in (messages, time, reflection, reading a lab and its JSON): built
+# without inlining, which there only adds bytes to every reader's download.
 # wasmpack then merges the linker's tens of thousands of data segments
 # (internal/wasmpack): the module is larger, its gzip smaller.
-WASMCOLD := fmt reflect strings github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite
+WASMCOLD := fmt reflect strings time github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite github.com/connlab/connlab/sim/internal/msgf
 wasm:
 	@mkdir -p $(WASMDIR)
 	GOOS=js GOARCH=wasm $(GO) build -tags nolabparse -trimpath -ldflags='-s -w' $(foreach p,$(WASMCOLD),-gcflags=$(p)=-l) -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm
