@@ -821,6 +821,9 @@ func TestWidgetsInViewFirst(t *testing.T) {
 	ctx := browser(t)
 	files := staticServer(t, s.public)
 	p := s.page(t, "php-persistent-share", "en")
+	if len(p.lab.Blocks) < 2 {
+		t.Fatalf("%s has %d blocks; the test needs one out of view", p.url, len(p.lab.Blocks))
+	}
 	first := p.lab.Blocks[0].ID
 	if err := chromedp.Do(ctx, chromedp.Navigate(files.URL+p.url+"#sim-"+first)); err != nil {
 		t.Fatal(err)
@@ -847,9 +850,6 @@ func TestWidgetsInViewFirst(t *testing.T) {
 		case i > 0 && at < result:
 			t.Errorf("block %s, out of view: built at %.0f ms, before the first result (%.0f ms)", b.ID, at, result)
 		}
-	}
-	if len(p.lab.Blocks) < 2 {
-		t.Fatalf("%s has %d blocks; the test needs one out of view", p.url, len(p.lab.Blocks))
 	}
 }
 

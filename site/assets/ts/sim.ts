@@ -117,25 +117,23 @@ function start(): void {
     build(next.value);
     if (blocks.size) requestIdle(buildRest);
   };
-  let later = false;
+  // buildLater starts that, once (near is its observer).
   const buildLater = () => {
-    if (later || !blocks.size) return;
-    later = true;
+    if (near || !blocks.size) return;
     near = new IntersectionObserver((entries) => {
       for (const e of entries) if (e.isIntersecting) build((e.target as HTMLElement).dataset.simBlock || "");
     }, { rootMargin: "100% 0px" });
     for (const b of blocks.values()) near.observe(b.fig);
     requestIdle(buildRest);
   };
-  // after calls buildLater once a run started now has finished (or failed
-  // to within a few seconds), or at once when none was.
+  // after calls buildLater once a run started now has finished, or at once
+  // when none was; and in any case within a few seconds of the start
+  // (a run may fail, or the host's probe never answer).
   const after = (ran: boolean) => {
     const go = () => requestIdle(buildLater);
-    if (!ran) return go();
-    void firstRun.then(go);
-    setTimeout(go, 3000);
+    if (ran) void firstRun.then(go);
+    else go();
   };
-  // Whatever the host does (its probe may never answer), in a few seconds.
   setTimeout(() => after(false), 3000);
   performance.mark("connlab:widgets");
   // Another widget of the page (an exercise) asks for a run.
