@@ -231,7 +231,14 @@ func TestBrowserClass(t *testing.T) {
 	s := site(t)
 	ctx := browser(t)
 	base, out := serve(t, s, "--class", "--class-token", "teacher-token", "--class-seed", "7", "--class-code", "CLASS-1")
-	if !strings.Contains(out.String(), "/class/teacher?token=teacher-token") || !strings.Contains(out.String(), "/class/?code=CLASS1") {
+	// serve returns at the address's line; the class line is written after it.
+	printed := func() bool {
+		return strings.Contains(out.String(), "/class/teacher?token=teacher-token") && strings.Contains(out.String(), "/class/?code=CLASS1")
+	}
+	for deadline := time.Now().Add(5 * time.Second); !printed() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !printed() {
 		t.Errorf("sim serve --class does not print the teacher's page and the students' link: %s", out)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/class/?code=class-1")); err != nil {
