@@ -2,6 +2,7 @@ package netem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -71,18 +72,32 @@ func connectWait(ctx context.Context, fd int, sa syscall.Sockaddr) error {
 	default:
 		return os.NewSyscallError("connect", err)
 	}
-	deadline, limit := time.Now().Add(maxConnectWait), maxConnectWait
+	// Whichever runs out first, the caller's deadline or maxConnectWait,
+	// the error names it; the check of ctx and the wait's own end may see
+	// the caller's deadline pass in either order, and both say the same.
+	start := time.Now()
+	deadline, callers := start.Add(maxConnectWait), false
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline, limit = d, time.Until(d).Round(time.Millisecond)
+		deadline, callers = d, true
+	}
+	noAnswer := func() error {
+		if callers {
+			return fmt.Errorf("connect: no answer within the caller's deadline (%v after the connect began): %w (%w)",
+				max(deadline.Sub(start), 0).Round(time.Millisecond), os.ErrDeadlineExceeded, context.DeadlineExceeded)
+		}
+		return fmt.Errorf("connect: no answer within %v (netem's limit for a connect): %w", maxConnectWait, os.ErrDeadlineExceeded)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
+			if callers && errors.Is(err, context.DeadlineExceeded) {
+				return noAnswer()
+			}
 			return err
 		}
 		// At most 50 ms a wait, so that a cancelled ctx ends it soon.
 		wait := min(time.Until(deadline), 50*time.Millisecond)
 		if wait <= 0 {
-			return fmt.Errorf("connect: no answer within %v: %w", limit, os.ErrDeadlineExceeded)
+			return noAnswer()
 		}
 		ts := syscall.NsecToTimespec(int64(wait))
 		pfd := struct {

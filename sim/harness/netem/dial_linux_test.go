@@ -95,12 +95,32 @@ func TestDialFails(t *testing.T) {
 		t.Errorf("a refused Dial took %v", took)
 	}
 
-	// A listener that accepts nothing, with the shortest queue.
+	addr := fullListener(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = Dial(ctx, "tcp", addr)
+	checkCallersDeadline(t, "Dial to a full queue", err)
+}
+
+// checkCallersDeadline: err is the one of a connect that got no answer
+// before the caller's deadline (up to 100 ms), not maxConnectWait.
+func checkCallersDeadline(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) ||
+		!regexp.MustCompile(`within the caller's deadline \(([0-9]{1,3}ms|0s) after`).MatchString(err.Error()) {
+		t.Errorf("%s: %v, want no answer within the caller's deadline of up to 100ms", what, err)
+	}
+}
+
+// fullListener listens on loopback with the shortest accept queue, accepts
+// nothing, and fills the queue: a connect to its address gets no answer
+// (the kernel drops the SYN). Its queued connections close with the test.
+func fullListener(t *testing.T) string {
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(fd)
+	t.Cleanup(func() { syscall.Close(fd) })
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,17 +136,36 @@ func TestDialFails(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		c, err := Dial(ctx, "tcp", addr)
 		cancel()
-		if err == nil {
-			defer c.Close() // queued: the queue has room yet
-			if i == 8 {
-				t.Fatalf("%d connects to a listener that accepts nothing all succeeded", i+1)
-			}
-			continue
+		if err != nil {
+			checkCallersDeadline(t, "filling the queue", err)
+			return addr
 		}
-		// The limit named is the context's (up to 100 ms), not maxConnectWait.
-		if !errors.Is(err, os.ErrDeadlineExceeded) || !regexp.MustCompile(`within [0-9]{1,3}ms`).MatchString(err.Error()) {
-			t.Errorf("Dial to a full queue: %v, want no answer within the context's 100ms", err)
+		t.Cleanup(func() { c.Close() }) // queued: the queue had room yet
+		if i == 8 {
+			t.Fatalf("%d connects to a listener that accepts nothing all succeeded", i+1)
 		}
-		break
 	}
 }
+
+// TestDialDeadlineEitherOrder: a connect whose caller's deadline passes
+// names that deadline whether the context says so first (its timer fired)
+// or the wait runs out first (the timer is late on a busy machine).
+func TestDialDeadlineEitherOrder(t *testing.T) {
+	addr := fullListener(t)
+	past := time.Now().Add(-time.Millisecond)
+	expired, cancel := context.WithDeadline(context.Background(), past)
+	defer cancel()
+	_, err := Dial(expired, "tcp", addr)
+	checkCallersDeadline(t, "the context done first", err)
+	_, err = Dial(lateTimer{context.Background(), past}, "tcp", addr)
+	checkCallersDeadline(t, "the wait's end first", err)
+}
+
+// lateTimer is a context whose deadline has passed but whose timer has not
+// yet fired: Err is still nil.
+type lateTimer struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
