@@ -675,6 +675,32 @@ func TestMemoryDoesNotGrowWithRequests(t *testing.T) {
 	}
 }
 
+// TestMemoryDoesNotGrowWithThreads: workers × threads is up to 10^9 thread
+// slots; a run allocates for the requests it has, not for every slot (a
+// page's link once made sim serve allocate gigabytes and run for seconds
+// after its client left).
+func TestMemoryDoesNotGrowWithThreads(t *testing.T) {
+	s := base()
+	s.Requests, s.Concurrency = 3, 3
+	s.Workers, s.Threads = 10_000, 100_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := Run(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("%d workers × %d threads allocated %d MB for %d requests", s.Workers, s.Threads, got>>20, s.Requests)
+	}
+	// The three requests went to three workers, each idle: the slots never
+	// used are handed out in turn over the workers.
+	if w := res.Summary.ConnectsPerWorker; len(w) < 3 || w[0] != 1 || w[1] != 1 || w[2] != 1 {
+		t.Errorf("connects per worker %v, want one on each of the first three", w[:min(len(w), 4)])
+	}
+}
+
 func TestSeriesBounded(t *testing.T) {
 	s := base()
 	s.Reuse = "none"

@@ -4,10 +4,16 @@ package sim
 // nginx workers). Each serves up to Threads requests at once and owns its
 // own caches, so N workers keep N separate pools.
 type workers struct {
-	ws        []worker
-	freeSlots ring[int32] // dispatch "queue": free thread slots, longest idle first
-	waiting   ring[int32] // dispatch "queue": requests waiting for any worker
-	rr        int
+	ws []worker
+	// Dispatch "queue": free thread slots, longest idle first. The
+	// slots no request has used yet come first, in turn over the workers
+	// (the k-th is worker k mod workers); they are counted, not listed,
+	// so that workers × threads (up to 10^9) costs nothing until requests
+	// use them. freeSlots lists the slots requests have given back.
+	slots, slotsUsed int64
+	freeSlots        ring[int32]
+	waiting          ring[int32] // dispatch "queue": requests waiting for any worker
+	rr               int
 }
 
 type worker struct {
@@ -26,14 +32,23 @@ func (m *model) initWorkers() {
 		m.ws[i].owners = noOwners
 	}
 	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
-		// Interleave so that a request goes to a worker with nothing to do
-		// before it goes to a second thread of a busy one.
-		for t := 0; t < m.s.Threads; t++ {
-			for w := range m.ws {
-				m.freeSlots.push(int32(w))
-			}
-		}
+		// Interleaved, so that a request goes to a worker with nothing to
+		// do before it goes to a second thread of a busy one.
+		m.slots = int64(m.s.Threads) * int64(len(m.ws))
 	}
+}
+
+// freeSlot takes the free thread slot idle longest, or reports none.
+func (m *workers) freeSlot() (int32, bool) {
+	if m.slotsUsed < m.slots {
+		w := int32(m.slotsUsed % int64(len(m.ws)))
+		m.slotsUsed++
+		return w, true
+	}
+	if m.freeSlots.len() > 0 {
+		return m.freeSlots.pop(), true
+	}
+	return 0, false
 }
 
 var noOwners = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}
@@ -41,8 +56,7 @@ var noOwners = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 // dispatch hands an arrived request to a worker or queues it.
 func (m *model) dispatch(ri int32) {
 	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
-		if m.freeSlots.len() > 0 {
-			w := m.freeSlots.pop()
+		if w, ok := m.freeSlot(); ok {
 			m.ws[w].busy++
 			m.startRequest(ri, w)
 			return
