@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/connlab/connlab/sim/lab"
 )
@@ -54,17 +55,44 @@ type LinkState struct {
 	Seed  uint64
 }
 
+// A link is read only up to these sizes: a longer one is refused by its
+// size before it is parsed.
+const (
+	maxLinkBytes  = 64 << 10 // the whole link
+	maxLinkParams = 512      // parameters in its query
+)
+
+// What an error shows of a link: at most linkShown bytes of it (escaped)
+// and of any message that quotes it, and at most namesShown block names.
+const (
+	linkShown  = 200
+	textShown  = 300
+	namesShown = 10
+)
+
 var (
 	linkBlockRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 	linkKeyRE   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 )
 
 // ParseLink reads a page link. block picks one block when the link holds
-// several ("" otherwise); files are looked for under root.
+// several ("" otherwise); files are looked for under root. Its errors
+// quote the link escaped and shortened (quoteLink).
 func ParseLink(link, block, root string) (*LinkState, error) {
+	if len(link) > maxLinkBytes {
+		return nil, fmt.Errorf("link %s is %d bytes: sim reads links of at most %d bytes (64 KiB)", quoteLink(link), len(link), maxLinkBytes)
+	}
 	u, err := url.Parse(link)
 	if err != nil {
-		return nil, fmt.Errorf("link %q: %v", link, err)
+		// url's own error quotes the whole link again: keep only its reason.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("link %s: %s", quoteLink(link), safeText(err.Error()))
+	}
+	if n := strings.Count(u.RawQuery, "&") + 1; n > maxLinkParams {
+		return nil, fmt.Errorf("link %s: its query has %d parameters: sim reads at most %d", quoteLink(link), n, maxLinkParams)
 	}
 	file, err := linkFile(u.Path, root)
 	if err != nil {
@@ -72,7 +100,7 @@ func ParseLink(link, block, root string) (*LinkState, error) {
 	}
 	states, order, err := parseLinkQuery(u.RawQuery)
 	if err != nil {
-		return nil, fmt.Errorf("link %q: %v", link, err)
+		return nil, fmt.Errorf("link %s: %v", quoteLink(link), err)
 	}
 	for _, st := range states {
 		st.File = file
@@ -85,7 +113,7 @@ func ParseLink(link, block, root string) (*LinkState, error) {
 		if len(order) == 0 {
 			return &LinkState{File: file, Block: block, Seed: 1}, nil
 		}
-		return nil, fmt.Errorf("link %q holds no state of block %q (it has %s)", link, block, strings.Join(order, ", "))
+		return nil, fmt.Errorf("link %s holds no state of block %s (it has %s)", quoteLink(link), quoteLink(block), nameList(order))
 	case len(order) == 1:
 		return states[order[0]], nil
 	case len(order) == 0:
@@ -94,7 +122,7 @@ func ParseLink(link, block, root string) (*LinkState, error) {
 		}
 		return &LinkState{File: file, Seed: 1}, nil
 	}
-	return nil, fmt.Errorf("link %q holds the states of %d blocks (%s): add --block", link, len(order), strings.Join(order, ", "))
+	return nil, fmt.Errorf("link %s holds the states of %d blocks (%s): add --block", quoteLink(link), len(order), nameList(order))
 }
 
 // parseLinkQuery reads the blocks' states of a link's query, in the order
@@ -110,14 +138,14 @@ func parseLinkQuery(raw string) (map[string]*LinkState, []string, error) {
 		n, err1 := url.QueryUnescape(name)
 		v, err2 := url.QueryUnescape(value)
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, nil, fmt.Errorf("%q: %v", part, err)
+			return nil, nil, fmt.Errorf("%s: %s", quoteLink(part), safeText(err.Error()))
 		}
 		b, key, ok := strings.Cut(n, ".")
 		if !ok {
 			continue // not a block's state (an exercise's ?seed=, say)
 		}
 		if !linkBlockRE.MatchString(b) || !linkKeyRE.MatchString(key) {
-			return nil, nil, fmt.Errorf("%q is not BLOCK.KEY", n)
+			return nil, nil, fmt.Errorf("%s is not BLOCK.KEY", quoteLink(n))
 		}
 		st := states[b]
 		if st == nil {
@@ -128,13 +156,72 @@ func parseLinkQuery(raw string) (map[string]*LinkState, []string, error) {
 		if key == "seed" {
 			var err error
 			if st.Seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-				return nil, nil, fmt.Errorf("%s.seed=%q: want a whole number", b, v)
+				return nil, nil, fmt.Errorf("%s: want a whole number", quoteLink(b+".seed="+v))
 			}
 			continue
 		}
 		st.Set = append(st.Set, key+"="+v)
 	}
 	return states, order, nil
+}
+
+// quoteLink quotes a link, or a part of one, for an error: escaped as %q
+// does (no control byte reaches the terminal), and at most linkShown bytes
+// of it, followed by its length when it is cut.
+func quoteLink(s string) string {
+	e, cut := escape(s, linkShown, true)
+	if cut {
+		return `"` + e + `"…(` + strconv.Itoa(len(s)) + " bytes)"
+	}
+	return `"` + e + `"`
+}
+
+// safeText is a message that may hold parts of a link (url's reasons, a
+// scenario's refusal of a value) made safe to print: unprintable
+// characters escaped as %q does, at most textShown bytes.
+func safeText(s string) string {
+	e, cut := escape(s, textShown, false)
+	if cut {
+		return e + "…(" + strconv.Itoa(len(s)) + " bytes)"
+	}
+	return e
+}
+
+// escape escapes s's unprintable characters and invalid bytes as
+// strconv.Quote does (and quotes and backslashes too, when inQuotes), up
+// to limit bytes of output; cut reports that s did not fit.
+func escape(s string, limit int, inQuotes bool) (out string, cut bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		part := s[i : i+size]
+		if r == utf8.RuneError && size == 1 || !strconv.IsPrint(r) || inQuotes && (r == '"' || r == '\\') {
+			q := strconv.Quote(part)
+			part = q[1 : len(q)-1]
+		}
+		if b.Len()+len(part) > limit {
+			return b.String(), true
+		}
+		b.WriteString(part)
+		i += size
+	}
+	return b.String(), false
+}
+
+// nameList lists a link's blocks for an error: the first namesShown
+// (each shortened), then how many more.
+func nameList(names []string) string {
+	var shown []string
+	for i, n := range names {
+		if i == namesShown {
+			return strings.Join(shown, ", ") + " and " + strconv.Itoa(len(names)-namesShown) + " more"
+		}
+		if e, cut := escape(n, 40, false); cut {
+			n = e + "…"
+		}
+		shown = append(shown, n)
+	}
+	return strings.Join(shown, ", ")
 }
 
 // linkFile finds the lab file of a page path: /labs/NAME/ → labs/NAME.md,
@@ -148,7 +235,7 @@ func linkFile(p, root string) (string, error) {
 		parts = parts[:len(parts)-1]
 	}
 	if len(parts) == 0 {
-		return "", fmt.Errorf("link path %q names no page", p)
+		return "", fmt.Errorf("link path %s names no page", quoteLink(p))
 	}
 	name := parts[len(parts)-1]
 	lang := ""
@@ -166,19 +253,22 @@ func linkFile(p, root string) (string, error) {
 		if lang == "" && strings.Contains(f, "..md") {
 			continue
 		}
-		tried = append(tried, f)
 		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
 			return filepath.ToSlash(f), nil
 		}
+		if e, cut := escape(f, linkShown/2, false); cut {
+			f = e + "…"
+		}
+		tried = append(tried, f)
 	}
-	return "", fmt.Errorf("link path %q: no %s here (run sim in the repository)", p, strings.Join(tried, " or "))
+	return "", fmt.Errorf("link path %s: no %s here (run sim in the repository)", quoteLink(p), strings.Join(tried, " or "))
 }
 
 // Link writes the link of a block's state on the page of file, under base.
 func Link(base, file, block string, set []string, seed uint64) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("--base %q: want the site's http:// or https:// address", base)
+		return "", fmt.Errorf("--base %s: want the site's http:// or https:// address", quoteLink(base))
 	}
 	name := strings.TrimSuffix(filepath.Base(file), ".md")
 	lang := ""
@@ -225,6 +315,13 @@ func applyLink(fs *flag.FlagSet, arg string, block *string, sets *multiFlag, see
 	st, err := ParseLink(arg, *block, ".")
 	if err != nil {
 		return "", err
+	}
+	// The link's values are checked here, so that a refusal says where the
+	// value came from and quotes it safely (a link's bytes are anyone's).
+	for _, kv := range st.Set {
+		if _, err := lab.ParseSetting(kv); err != nil {
+			return "", fmt.Errorf("link, block %s: %s", nameList([]string{st.Block}), safeText(strings.TrimPrefix(err.Error(), "--set ")))
+		}
 	}
 	*block = st.Block
 	*sets = append(append(multiFlag{}, st.Set...), (*sets)...)

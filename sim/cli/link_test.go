@@ -79,3 +79,63 @@ func TestParseLink(t *testing.T) {
 		}
 	}
 }
+
+// safeLinkError fails t unless msg is short and free of control bytes
+// (a terminal would act on them).
+func safeLinkError(t *testing.T, what, msg string) {
+	t.Helper()
+	if len(msg) > 1024 {
+		t.Errorf("%s: the error is %d bytes, want under 1 KB: %.300q…", what, len(msg), msg)
+	}
+	for i := 0; i < len(msg); i++ {
+		if msg[i] < 0x20 && msg[i] != '\n' || msg[i] == 0x7f {
+			t.Errorf("%s: the error holds the control byte %#x at %d: %q", what, msg[i], i, msg)
+			break
+		}
+	}
+}
+
+// A link's errors quote it escaped and shortened, and a huge link is
+// refused by its size before it is parsed.
+func TestLinkErrorsShortAndSafe(t *testing.T) {
+	chdirRoot(t)
+	const page = "http://127.0.0.1:8080/labs/idle-timeouts/"
+	blocks := func(n int) string {
+		var q []string
+		for i := range n {
+			q = append(q, "b"+strconv.Itoa(i)+".seed=1")
+		}
+		return page + "?" + strings.Join(q, "&")
+	}
+	long := strings.Repeat("x", 5000)
+	for _, c := range []struct {
+		name, link, says string
+	}{
+		{"10000 blocks", blocks(10000), "65536"},
+		{"600 blocks", blocks(600), "at most"},
+		{"300 blocks", blocks(300), "and 290 more"},
+		{"control bytes in the path", page[:len(page)-1] + "\x01\x1b[31m/?race.seed=1", "control"},
+		{"control bytes in the query", page + "?race.r\x02tt=5", "control"},
+		{"escaped control bytes in the path", page + "x%01%1b[31m" + long + "/", "no content/"},
+		{"escaped control bytes in a name", page + "?race%01%1b[31m" + long + ".rtt=5", "BLOCK.KEY"},
+		{"escaped control bytes in a seed", page + "?race.seed=%01%1b[31m" + long, "whole number"},
+		{"a long bad escape", page + "?race.rtt=%zz" + long, "escape"},
+		{"a long port", "http://127.0.0.1:" + strings.Repeat("9", 5000) + "x/labs/idle-timeouts/", "port"},
+		{"a long block name", page + "?" + long + ".seed=1&b.seed=1", "add --block"},
+	} {
+		_, errs, code := runSim(t, "run", c.link)
+		if code == 0 || !strings.Contains(errs, c.says) {
+			t.Errorf("%s: exit %d, %.400q; want an error saying %q", c.name, code, errs, c.says)
+		}
+		safeLinkError(t, c.name, strings.TrimSuffix(errs, "\n"))
+		// The same with --block, which names a block the link does not hold.
+		_, errs, _ = runSim(t, "run", "--block", "nope", c.link)
+		safeLinkError(t, c.name+" --block nope", strings.TrimSuffix(errs, "\n"))
+	}
+	// A value from the link the scenario refuses: escaped and shortened too.
+	_, errs, code := runSim(t, "run", page+"?race.rtt=%01%1b[31m"+long)
+	if code == 0 || !strings.Contains(errs, "rtt") {
+		t.Errorf("a bad rtt: exit %d, %.400q; want an error naming rtt", code, errs)
+	}
+	safeLinkError(t, "a bad rtt", strings.TrimSuffix(errs, "\n"))
+}
