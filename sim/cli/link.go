@@ -270,6 +270,18 @@ func Link(base, file, block string, set []string, seed uint64) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", fmt.Errorf("--base %s: want the site's http:// or https:// address", quoteLink(base))
 	}
+	// A published site's address has neither a query nor a fragment; the
+	// link's own would follow them.
+	if i := strings.IndexAny(base, "?#"); i >= 0 {
+		what := "a query"
+		switch {
+		case base[i] == '#':
+			what = "a fragment"
+		case strings.Contains(base[i:], "#"):
+			what = "a query and a fragment"
+		}
+		return "", fmt.Errorf("--base %s has %s (%s): give the site's address alone", quoteLink(base), what, quoteLink(base[i:]))
+	}
 	name := strings.TrimSuffix(filepath.Base(file), ".md")
 	lang := ""
 	if strings.HasSuffix(name, ".ko") {

@@ -139,3 +139,24 @@ func TestLinkErrorsShortAndSafe(t *testing.T) {
 	}
 	safeLinkError(t, "a bad rtt", strings.TrimSuffix(errs, "\n"))
 }
+
+// sim run --link refuses a base with a query or a fragment: the printed
+// link would carry them into the page's path.
+func TestLinkBaseQueryFragment(t *testing.T) {
+	chdirRoot(t)
+	for _, c := range []struct{ base, says string }{
+		{"http://x/p?y=1", "query"},
+		{"http://x/p?", "query"},
+		{"http://x/p#z", "fragment"},
+		{"http://x/p?y=1#z", "query"},
+	} {
+		out, errs, code := runSim(t, "run", "--link", "--base", c.base, "--block", "idle", "labs/php-persistent-pools.md")
+		if code != 2 || !strings.Contains(errs, c.says) || !strings.Contains(errs, "--base") || out != "" {
+			t.Errorf("sim run --link --base %s: exit %d, %q %q; want a usage error (exit 2) naming the %s", c.base, code, out, errs, c.says)
+		}
+	}
+	out, errs, code := runSim(t, "run", "--link", "--base", "https://example.org/connlab", "--block", "idle", "labs/php-persistent-pools.md")
+	if want := "https://example.org/connlab/labs/php-persistent-pools/?idle.seed=1#sim-idle\n"; code != 0 || out != want {
+		t.Errorf("sim run --link --base https://example.org/connlab: exit %d %q %s; want %q", code, out, errs, want)
+	}
+}
