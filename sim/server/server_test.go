@@ -275,6 +275,37 @@ func TestModelRunParams(t *testing.T) {
 	}
 }
 
+// TestHugeThreadsRun: the probe's run message (workers and threads each
+// within their limits, their product 10^8 thread slots) once took sim
+// serve from 25 MB to 949 MB and ran on after its client left. Twice over,
+// it now allocates little and a normal run after it is answered.
+func TestHugeThreadsRun(t *testing.T) {
+	s := newTestServer(t, Options{})
+	c := s.dial(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, id := range []string{"h1", "h2"} {
+		send(t, c, runReq{Type: "run", ID: id, Lab: "idle-timeouts", Block: "race",
+			Params: map[string]any{"requests": 1, "workers": 1000, "threads": 100000}})
+	}
+	for done := 0; done < 2; {
+		if m := read(t, c); m.Type == "done" {
+			done++
+		} else if m.Type == "error" {
+			t.Fatalf("error %+v", m)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 200<<20 {
+		t.Errorf("two runs of 1,000 workers × 100,000 threads allocated %d MB", got>>20)
+	}
+	send(t, c, runReq{Type: "run", ID: "n", Lab: "idle-timeouts", Block: "race"})
+	if done, _ := until(t, c, "n", "done"); len(done.Variants) == 0 {
+		t.Errorf("a normal run after them: done %+v", done)
+	}
+}
+
 // Model mode streams at most ModelEvents events per variant, then says so;
 // the summary still counts every request.
 func TestModelRunTruncated(t *testing.T) {
