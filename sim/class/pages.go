@@ -62,18 +62,19 @@ func (s *Server) serveTeacher(w http.ResponseWriter, r *http.Request) {
 
 // serveLanding shows the labs and the join code's state. A ?code= (typed
 // in its form, or in the teacher's link) that is the class's code is kept
-// in a cookie for the lab pages' join; a wrong one counts against the
-// address like a wrong code in a join.
+// in a cookie for the lab pages' join. Without one, the cookie's code is
+// checked. Either counts against the address like a code in a join (a
+// code guessed through the cookie is a guess too), and a blocked address
+// sees "blocked" whatever it sends. A wrong cookie is cleared: a browser
+// that kept an earlier code (the teacher gave a new one) then shows "type
+// the code" on its next reload rather than spending a guess on every one.
 func (s *Server) serveLanding(w http.ResponseWriter, r *http.Request) {
 	type labLink struct{ Name, Title, TitleKo string }
 	var labs []labLink
 	for _, l := range s.cat.Labs {
 		labs = append(labs, labLink{l.Name, l.Title["en"], l.Title["ko"]})
 	}
-	state := "none" // none, ok, wrong, blocked
-	if ck, err := r.Cookie(codeCookie); err == nil && s.codeIs(ck.Value) {
-		state = "ok"
-	}
+	state, kept := "none", false // state: none, ok, wrong, blocked; kept: the code came from the cookie
 	if q := r.URL.Query(); q.Has("code") {
 		code := q.Get("code")
 		state = s.tryCode(remoteHost(r), code)
@@ -81,11 +82,16 @@ func (s *Server) serveLanding(w http.ResponseWriter, r *http.Request) {
 			norm, _ := NormalizeCode(code)
 			http.SetCookie(w, &http.Cookie{Name: codeCookie, Value: norm, Path: "/class", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		}
+	} else if ck, err := r.Cookie(codeCookie); err == nil {
+		state, kept = s.tryCode(remoteHost(r), ck.Value), true
+		if state == "wrong" {
+			http.SetCookie(w, &http.Cookie{Name: codeCookie, Path: "/class", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	landingTmpl.Execute(w, map[string]any{"Labs": labs, "MaxName": s.lim.MaxName, "Code": state})
+	landingTmpl.Execute(w, map[string]any{"Labs": labs, "MaxName": s.lim.MaxName, "Code": state, "Kept": kept})
 }
 
 // tryCode checks a join code sent from addr (typed on the landing page or
