@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"strings"
 	"testing"
+	"time"
 )
 
 // clearsCookie reports whether resp deletes the join code's cookie.
@@ -27,7 +28,7 @@ func clearsCookie(resp *http.Response) bool {
 // the page.
 func TestCookieGuesses(t *testing.T) {
 	const n = 4
-	cs, hs, mux := lanClass(t, Options{Limits: Limits{WrongCodes: n}})
+	cs, hs, mux, clock := lanClass(t, Options{Limits: Limits{WrongCodes: n}})
 	cookieAddr, queryAddr := from("192.168.1.21"), from("192.168.1.22")
 	for i := range n {
 		guess := fmt.Sprintf("GUESS%d", i)
@@ -54,6 +55,11 @@ func TestCookieGuesses(t *testing.T) {
 	// Another address is not blocked, and its right cookie is kept.
 	if st, resp := landing(t, mux, from("192.168.1.23"), "", testCode); st != "ok" || len(resp.Cookies()) != 0 {
 		t.Errorf("the right cookie from another address: %q, cookies %v", st, resp.Cookies())
+	}
+	// A minute later the addresses may try again.
+	clock.Add(61 * time.Second)
+	if st, _ := landing(t, mux, cookieAddr, "", testCode); st != "ok" {
+		t.Errorf("the right cookie a minute later: %q", st)
 	}
 
 	// A browser kept the code; the teacher gives a new one. Reloading the

@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/connlab/connlab/sim/web"
 	"github.com/gorilla/websocket"
@@ -18,19 +20,39 @@ import (
 // (lanClass's server sets r.RemoteAddr from it), or the RemoteAddr of a
 // request handed to the mux directly (landing).
 
+// fakeClock is a clock the tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
 // testAddr is the test header that names a request's remote address.
 const testAddr = "X-Test-Addr"
 
 // lanClass starts a class whose requests come from the address their
-// X-Test-Addr header names. It returns the class, its server and its mux
-// (for requests made without a network).
-func lanClass(t *testing.T, opt Options) (*Server, *httptest.Server, *http.ServeMux) {
+// X-Test-Addr header names, on a clock the test moves. It returns the
+// class, its server, its mux (for requests made without a network) and
+// the clock.
+func lanClass(t *testing.T, opt Options) (*Server, *httptest.Server, *http.ServeMux, *fakeClock) {
 	t.Helper()
 	cat, err := LoadCatalog(web.NewIndex([]string{"../../labs"}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Catalog, opt.Token, opt.Code = cat, "teacher-secret", testCode
+	clock := &fakeClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
+	opt.Catalog, opt.Token, opt.Code, opt.Clock = cat, "teacher-secret", testCode, clock.Now
 	cs, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +69,7 @@ func lanClass(t *testing.T, opt Options) (*Server, *httptest.Server, *http.Serve
 		cs.Close()
 		hs.Close()
 	})
-	return cs, hs, mux
+	return cs, hs, mux, clock
 }
 
 // from is a remote address (host:port) of host, an IPv4 or IPv6 address.

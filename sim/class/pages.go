@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
-	"time"
 )
 
 // The class's pages: the students' landing page (/class/), where the join
@@ -106,7 +105,7 @@ func (s *Server) tryCode(addr, code string) string {
 func (s *Server) tryCodeLocked(addr, code string) string {
 	u := s.addrUseLocked(addr)
 	defer s.tidyAddrLocked(addr)
-	now := time.Now().Unix()
+	now := s.now().Unix()
 	for len(u.wrong) > 0 && u.wrong[0] <= now-60 {
 		u.wrong = u.wrong[1:]
 	}
