@@ -108,6 +108,10 @@ type Options struct {
 	// StandIn runs the php setup on the http setup's Go workers even where
 	// PHP 8.5 is installed (the output says so, as when it is not).
 	StandIn bool
+	// ModelSet changes the model's side of a comparison only, after Set
+	// (sim validate --model-set): a model made wrong on purpose, to see
+	// that a comparison catches it. Not for stack variants.
+	ModelSet []lab.Setting
 }
 
 // VariantRun is what a real run of one variant used and noticed.
@@ -152,6 +156,9 @@ type VariantRun struct {
 	// Start: what the lab process used at the run's start (nil where it
 	// could not read it).
 	Start *wire.StartUse
+	// Share: what the machine's CPUs did during the run, the run's own
+	// processes and others' (nil where the lab process could not read it).
+	Share *wire.Share
 }
 
 // goRuntime names the harness's own workers, by setup.
@@ -169,6 +176,8 @@ type Run struct {
 	// StackCosts: the costs fitted over the stack variants' calibration
 	// windows (Run.Model).
 	StackCosts *stack.Costs
+	// modelSet: Options.ModelSet, which Model applies.
+	modelSet []lab.Setting
 }
 
 // RunBlock runs every (selected) variant of b on real loopback servers and
@@ -211,7 +220,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{Plan: p, Result: &lab.BlockResult{ID: p.Block.ID, Title: p.Block.Title, Checks: []lab.Check{}}}
+	run := &Run{Plan: p, Result: &lab.BlockResult{ID: p.Block.ID, Title: p.Block.Title, Checks: []lab.Check{}}, modelSet: opt.ModelSet}
 	for i, vp := range p.Variants {
 		vr := &lab.VariantResult{Name: vp.Name, Label: vp.Label}
 		run.Result.Variants = append(run.Result.Variants, vr)
@@ -273,7 +282,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			vr.Scenario = &s // a rejected one has none the model can run
 		}
 		job := wire.LabJob{Block: p.Block.ID, Variant: vp.Name, Setup: sim.Setup(info.Setup), Scenario: vp.Scenario, Seed: opt.Seed,
-			Certs: *certs, Isolated: isolated, KernelTWReuse: vp.KernelTWReuse, Real: opt.Real, PHP: phpJob}
+			Certs: *certs, Isolated: isolated, KernelTWReuse: vp.KernelTWReuse, Real: opt.Real, PHP: phpJob, ParentPID: os.Getpid()}
 		var col sim.Collector
 		firstErr := ""
 		sink := func(e *sim.Event) {
@@ -323,7 +332,10 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 		info.KernelSpread = rep.KernelSpread
 		ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 		info.Lag = netem.Lag{Max: ms(rep.LagMS), Late: rep.LateReads, WriteMax: ms(rep.WriteLagMS), LateWrites: rep.LateWrites}
-		info.Start = rep.Start
+		info.Start, info.Share = rep.Start, rep.Share
+		if vr.Busy = busyShare(rep.Share); vr.Busy != "" {
+			vr.BusyCPUs = rep.Share.OthersCPUs
+		}
 		if why, _ := roles.NamespacesRefused(); !used && isolated {
 			info.Notes = append(info.Notes, "private namespaces refused ("+why+"): ran in the host's network namespace")
 		}
@@ -373,6 +385,25 @@ func (r *Run) Model(ctx context.Context, seed uint64, sink func(block, variant s
 		}
 		s := *vr.Scenario
 		res.Variants[i].Scenario, res.Variants[i].Summary, res.Variants[i].Series = &s, &m.Summary, &m.Series
+	}
+	if len(r.modelSet) == 0 {
+		return res, nil
+	}
+	for i, mv := range res.Variants {
+		if r.Variants[i].Stack != nil || mv.Scenario == nil || mv.Summary == nil {
+			continue
+		}
+		s := *mv.Scenario
+		for _, st := range r.modelSet {
+			if err := s.Set(st.Key, st.Value); err != nil {
+				return nil, fmt.Errorf("--model-set: %w", err)
+			}
+		}
+		m, err := sim.Run(ctx, s, sim.Options{Seed: seed})
+		if err != nil {
+			return nil, fmt.Errorf("--model-set: %w", err)
+		}
+		mv.Scenario, mv.Summary, mv.Series = &s, &m.Summary, &m.Series
 	}
 	return res, nil
 }

@@ -36,6 +36,11 @@ type VariantResult struct {
 	// runtime's versions and features.
 	Checks  map[string]string `json:"checks,omitempty"`
 	Runtime map[string]string `json:"runtime,omitempty"`
+	// Busy: a real run's machine was busy with other programs while it
+	// ran, and how busy (harness.BusyShare); BusyCPUs is their average
+	// use in CPUs. A comparison that missed is then inconclusive.
+	Busy     string  `json:"busy,omitempty"`
+	BusyCPUs float64 `json:"busy_cpus,omitempty"`
 }
 
 // BlockResult is the outcome of one block: every variant and every

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -55,6 +56,10 @@ type labProc struct {
 	use      *wire.StartUse
 	useGen   int
 	useTimer *time.Timer
+	// shareAt: the machine's and the run's CPU time just before the run
+	// (see settle), for what other programs took during it (wire.Share)
+	shareAt kernel.Share
+	shareOK bool
 
 	// A setup whose workers are not the harness's own sets these:
 	// workerCommand makes a worker process and its config line, and
@@ -359,7 +364,7 @@ func (lp *labProc) runWorkers(ctx context.Context, rep *wire.Report, cleanup *[]
 		}
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, lp.job.Isolated))
-	settle(labWarmHeap)
+	lp.settle()
 	lp.start(time.Now().Add(dispatchLead)) // the first jobs leave now
 	smp := kernel.StartSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, lead: dispatchLead, serve: func(ctx context.Context, r *request) bool {
@@ -391,11 +396,25 @@ func (lp *labProc) setPorts(rep *wire.Report) error {
 	return nil
 }
 
+// settle readies the process for a run's start (see settle) and reads the
+// machine's and the run's CPU time first: walking the run's processes
+// takes a millisecond or so, which the run's time 0 must not wait for.
+func (lp *labProc) settle() {
+	lp.shareAt, lp.shareOK = kernel.ReadShare(lp.job.ParentPID)
+	settle(labWarmHeap)
+}
+
 func (lp *labProc) finish(rep *wire.Report, smp *kernel.Sampler) (*wire.Report, error) {
 	s := &lp.job.Scenario
 	tw, stw, open, err := smp.Finish(max(s.RTT, s.ClientRTT)/2+10*time.Millisecond, 2*max(s.RTT, s.ClientRTT)+100*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("harness: reading /proc/net/tcp: %w", err)
+	}
+	if end, ok := kernel.ReadShare(lp.job.ParentPID); ok && lp.shareOK {
+		u := end.Sub(lp.shareAt)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		rep.Share = &wire.Share{WallMS: ms(u.Wall), MachineCPUMS: ms(u.Machine), RunCPUMS: ms(u.Run), StealMS: ms(u.Steal),
+			Procs: u.Procs, OthersCPUs: math.Round(u.OthersCPUs()*100) / 100}
 	}
 	lp.noteLag(netem.TakeLag())
 	u, ok := kernel.ReadUsage()

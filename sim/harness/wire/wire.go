@@ -136,6 +136,10 @@ type LabJob struct {
 	// PHP says what the php and php-native setups run (found by the
 	// parent, which falls back to another setup when it cannot).
 	PHP *PHPJob `json:"php,omitempty"`
+	// ParentPID is the process that started the lab process and reads
+	// its events, as the host numbers it: its CPU time counts as the
+	// run's, not as other programs' (Report.Share).
+	ParentPID int `json:"parent_pid,omitempty"`
 }
 
 // PHPJob is the program of a PHP worker process and the lab's script it
@@ -211,6 +215,32 @@ type Report struct {
 	// Start is what the lab process used in the run's first StartWindow,
 	// when it could read it.
 	Start *StartUse `json:"start,omitempty"`
+	// Share is what the machine's CPUs did during the run, when the lab
+	// process could read it.
+	Share *Share `json:"share,omitempty"`
+}
+
+// Share is what the machine's CPUs did from just before a run's start to
+// its end (kernel.ShareUse): their busy time (processes' and steal), the
+// part the run's own processes used (the lab process, everything it
+// started, and its parent), and the rest, other programs', as an average
+// number of CPUs. Each process's time reads in whole ticks (10 ms).
+type Share struct {
+	WallMS       float64 `json:"wall_ms"`
+	MachineCPUMS float64 `json:"machine_cpu_ms"`
+	RunCPUMS     float64 `json:"run_cpu_ms"`
+	StealMS      float64 `json:"steal_ms"`
+	Procs        int     `json:"procs"`
+	OthersCPUs   float64 `json:"others_cpus"`
+}
+
+// String is the share for a line of output.
+func (s *Share) String() string {
+	str := fmt.Sprintf("other programs used %.2f CPUs on average during the run (the machine's CPUs were busy %.0f ms in %.0f ms, the run's %d processes used %.0f ms of it", s.OthersCPUs, s.MachineCPUMS, s.WallMS, s.Procs, s.RunCPUMS)
+	if s.StealMS > 0 {
+		str += fmt.Sprintf("; the host took %.0f ms (steal)", s.StealMS)
+	}
+	return str + ")"
 }
 
 // StartWindow is the start of a run that StartUse covers: a burst of new
