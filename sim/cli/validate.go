@@ -40,9 +40,19 @@ processes, the kernel's own TIME_WAIT in a private network namespace):
 nginx and redis-server where they are installed, else (or with --real none)
 a Go proxy and miniredis, and each variant says which ran (real:). Each
 of curl's phases must have its measured median within the tolerance of the
-model's, and the connection counts must be equal; the exit status is 1 when
-one is not. A variant outside tolerance is run once more (--retries), since
-a busy machine slows real runs down.
+model's, and the connection counts must be equal. A variant outside
+tolerance is run once more (--retries), since a busy machine slows real
+runs down.
+
+Each variant ends in a verdict: agree; disagree (exit status 1); or
+inconclusive (exit status 2, when nothing disagrees): it missed only where
+a busy machine slows a run down (phases slower than the model, counts that
+depend on timing) while the machine was measured busy: other programs used
+over ` + fmt.Sprint(harness.BusyOthersCPUs) + ` of a CPU on average during the run (/proc/stat's busy time
+less the run's own processes'), or the harness fell behind its own
+emulated network by as much as the phases missed by. A count compared
+exactly, or a phase quicker than the model, disagrees however busy the
+machine was. Bad usage or input also exits 2, with an error and no verdict.
 
 Before comparing, the harness measures its own overhead at each variant's
 RTT: reused HTTPS calls with no server work, whose every microsecond beyond
@@ -90,6 +100,30 @@ type ValidateOutput struct {
 	Machine  map[string]string          `json:"machine"`
 	Blocks   []*harness.BlockValidation `json:"blocks"`
 	OK       bool                       `json:"ok"`
+	// Verdict is disagree when a variant or a real_expect statement
+	// does, else inconclusive when a variant is (the machine was too busy
+	// to measure it), else agree; sim validate exits 1, 2 or 0.
+	Verdict string `json:"verdict"`
+}
+
+// verdict is the run's verdict from its variants and real_expect
+// statements.
+func (out *ValidateOutput) verdict(realOK bool) string {
+	v := harness.VerdictAgree
+	for _, b := range out.Blocks {
+		for _, vc := range b.Variants {
+			switch vc.Verdict {
+			case harness.VerdictDisagree:
+				return harness.VerdictDisagree
+			case harness.VerdictInconclusive:
+				v = harness.VerdictInconclusive
+			}
+		}
+	}
+	if !realOK {
+		return harness.VerdictDisagree
+	}
+	return v
 }
 
 func validateCmd(ctx context.Context, env *Env, args []string) error {
@@ -98,9 +132,10 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
 	record := fs.Bool("record", false, "write what ran to LAB.real.json next to the lab, for go test to hold real_expect to (every block, no --block, --variant or --set)")
 	block := fs.String("block", "", "validate only the block with this id")
-	var variants, sets multiFlag
+	var variants, sets, modelSets multiFlag
 	fs.Var(&variants, "variant", "validate only this variant (repeatable)")
 	fs.Var(&sets, "set", "override a scenario `key=value` in every variant (repeatable; sim params lists the keys)")
+	fs.Var(&modelSets, "model-set", "change `key=value` in the model's side only, after --set: a model made wrong on purpose, to see that validate catches it (repeatable; not for stack blocks)")
 	real := fs.String("real", "nginx,redis", "the real programs to use where installed, `nginx,redis`; none: the stand-ins (a Go proxy, miniredis), which also run where a program is missing")
 	seed := fs.Uint64("seed", 1, "random seed, shared by the model and the real load generator")
 	tolFlag := fs.String("tolerance", "5%,0.5ms", "a phase's median may differ from the model's by the larger of a percentage and a duration")
@@ -116,8 +151,8 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 1 {
 		return usageError{"want exactly one FILE"}
 	}
-	if *record && (*block != "" || len(variants) > 0 || len(sets) > 0) {
-		return usageError{"--record records every block as the lab writes it: leave out --block, --variant and --set"}
+	if *record && (*block != "" || len(variants) > 0 || len(sets) > 0 || len(modelSets) > 0) {
+		return usageError{"--record records every block as the lab writes it: leave out --block, --variant, --set and --model-set"}
 	}
 	tol, err := harness.ParseTolerance(*tolFlag)
 	if err != nil {
@@ -143,6 +178,16 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	modelOverrides, err := modelSets.settings()
+	if err != nil {
+		return err
+	}
+	for _, st := range modelOverrides {
+		probe := sim.Default()
+		if err := probe.Set(st.Key, st.Value); err != nil {
+			return usageError{"--model-set: " + err.Error()}
+		}
+	}
 	l, err := lab.ReadFileContext(ctx, pos[0])
 	if err != nil {
 		return err
@@ -158,7 +203,7 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		blocks = []*lab.Block{b}
 	}
-	opt := harness.Options{Set: overrides, Variants: variants, Seed: *seed, Real: realParts,
+	opt := harness.Options{Set: overrides, ModelSet: modelOverrides, Variants: variants, Seed: *seed, Real: realParts,
 		Compress: *compress, MaxRequests: *maxReq, MaxDuration: *maxDur, MaxRate: *maxRate, Progress: newProgress(env.Stderr)}
 	// Check every block's plan before running any, so bad input never
 	// leaves a half-written result.
@@ -178,9 +223,9 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 		out.OK = out.OK && bv.OK
 	}
 	out.Machine["load_after"] = loadAvg()
-	if !harness.CheckReal(l, out.Blocks) {
-		out.OK = false
-	}
+	realOK := harness.CheckReal(l, out.Blocks)
+	out.OK = out.OK && realOK
+	out.Verdict = out.verdict(realOK)
 	if *record {
 		if err := writeRecord(l, &out, args); err != nil {
 			return err
@@ -196,8 +241,11 @@ func validateCmd(ctx context.Context, env *Env, args []string) error {
 	} else {
 		printValidation(env.Stdout, &out)
 	}
-	if !out.OK {
+	switch out.Verdict {
+	case harness.VerdictDisagree:
 		return exitError(1)
+	case harness.VerdictInconclusive:
+		return exitError(2)
 	}
 	return nil
 }
@@ -219,6 +267,9 @@ func newProgress(w io.Writer) func(string) {
 // is of the real software: a block with real_expect statements that did
 // not run on it (a stand-in ran) is not recorded.
 func writeRecord(l *lab.Lab, out *ValidateOutput, args []string) error {
+	if out.Verdict == harness.VerdictInconclusive {
+		return fmt.Errorf("--record: the machine was too busy to measure every variant (see INCONCLUSIVE above); nothing was written: record on a quieter machine")
+	}
 	for _, bv := range out.Blocks {
 		if bv.RealProblem != "" {
 			return fmt.Errorf("--record: block %q: %s; nothing was written", bv.ID, bv.RealProblem)
@@ -278,6 +329,8 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 		fmt.Fprintf(w, "machine: %s CPUs, load %s before, %s after (a busy machine slows real runs down)\n", out.Machine["cpus"], l, out.Machine["load_after"])
 	}
 	total, bad, skipped, badReal := 0, []string{}, 0, []string{}
+	var unsure, standIns []string
+	standInWhy := ""
 	for _, b := range out.Blocks {
 		fmt.Fprintf(w, "\n■ %s", b.ID)
 		if b.Title != "" {
@@ -377,14 +430,28 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 			for _, e := range v.Earlier {
 				fmt.Fprintf(w, "    %s\n", e)
 			}
-			if v.OK {
+			if v.Share != nil && !v.OK {
+				fmt.Fprintf(w, "    machine: %s\n", v.Share)
+			}
+			switch {
+			case v.OK:
 				fmt.Fprintf(w, "    ok%s\n", attempts)
-			} else {
+			case v.Verdict == harness.VerdictInconclusive:
+				fmt.Fprintf(w, "    INCONCLUSIVE%s: %s\n", attempts, v.Inconclusive)
+				unsure = append(unsure, b.ID+"/"+v.Name)
+			default:
 				fmt.Fprintf(w, "    OUTSIDE TOLERANCE%s\n", attempts)
 				if v.HarnessLate != "" {
 					fmt.Fprintf(w, "    harness late: %s\n", v.HarnessLate)
 				}
+				if v.Why != "" {
+					fmt.Fprintf(w, "    not the machine's doing: %s\n", v.Why)
+				}
 				bad = append(bad, b.ID+"/"+v.Name)
+			}
+			if r := v.Runtime["stand_in"]; r != "" && v.Skipped == "" {
+				standIns = append(standIns, b.ID+"/"+v.Name)
+				standInWhy = r
 			}
 		}
 		if b.RealProblem != "" {
@@ -398,11 +465,21 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 		}
 	}
 	fmt.Fprintln(w)
+	agree := total - len(bad) - len(unsure)
 	switch {
-	case len(bad) == 0:
+	case len(bad) == 0 && len(unsure) == 0:
 		fmt.Fprintf(w, "verdict: all %d variants run for real agree with the model (tolerance %s)", total, out.Tolerance)
+	case len(bad) == 0:
+		fmt.Fprintf(w, "verdict: inconclusive: %d of %d variants could not be measured, the machine was busy: %s; the other %d agree with the model (tolerance %s). Run it again on a quieter machine",
+			len(unsure), total, strings.Join(unsure, ", "), agree, out.Tolerance)
 	default:
 		fmt.Fprintf(w, "verdict: %d of %d variants outside tolerance: %s", len(bad), total, strings.Join(bad, ", "))
+		if len(unsure) > 0 {
+			fmt.Fprintf(w, "; %d inconclusive, the machine was busy: %s", len(unsure), strings.Join(unsure, ", "))
+		}
+	}
+	if len(standIns) > 0 {
+		fmt.Fprintf(w, "; %d of them ran on the %s, not on PHP 8.5 (%s): %s", len(standIns), harness.StandInNote, standInWhy, strings.Join(standIns, ", "))
 	}
 	if skipped > 0 {
 		fmt.Fprintf(w, "; %d not compared (see above)", skipped)

@@ -335,6 +335,15 @@ type VariantComparison struct {
 	// (see harnessLate): then the comparison measured the harness, not the
 	// software, and says so instead of judging the model. OK stays false.
 	HarnessLate string `json:"harness_late,omitempty"`
+	// Verdict is agree, disagree or inconclusive (verdict.go): OK is
+	// false for both of the last two. Inconclusive says why the machine
+	// could not give the last attempt what it needed, and Why why a
+	// variant that missed disagrees although the machine was busy. Share
+	// is what the machine's CPUs did during the last attempt.
+	Verdict      string      `json:"verdict,omitempty"`
+	Inconclusive string      `json:"inconclusive,omitempty"`
+	Why          string      `json:"why,omitempty"`
+	Share        *wire.Share `json:"machine_share,omitempty"`
 	// HarnessStart is what the lab process used at the start of the last
 	// attempt's run (wire.StartUse), where it could read it: a run whose
 	// first calls come out late shows whether the harness was busy then.
@@ -563,6 +572,13 @@ func (vc *VariantComparison) missed() string {
 			parts = append(parts, fmt.Sprintf("%s %v, model %v", c.Name, c.Measured, c.Model))
 		}
 	}
+	if vc.Chain != nil {
+		for _, r := range vc.Chain.Rows {
+			if !r.OK {
+				parts = append(parts, strings.TrimSpace(fmt.Sprintf("%s %s %s %g, model %g", r.Hop, r.Side, r.Metric, r.Measured, r.Model)))
+			}
+		}
+	}
 	if len(parts) == 0 {
 		return "outside tolerance"
 	}
@@ -678,6 +694,7 @@ func Validate(ctx context.Context, b *lab.Block, opt Options, tol Tolerance, ret
 			compareVariant(vc, model.Variants[i], run.Result.Variants[i], vp, run.Variants[i], tols[vp.Name])
 			vc.Components, vc.Notes = run.Variants[i].Components, run.Variants[i].Notes
 			vc.HarnessLate = vc.harnessLate()
+			vc.judge(run.Variants[i].Share, nil)
 			if !vc.OK && vc.Skipped == "" {
 				again = append(again, vp.Name)
 			}

@@ -214,6 +214,7 @@ func validateStack(ctx context.Context, p *Plan, opt Options, retries int) (*Blo
 				vc.OK, vc.Skipped = true, "rejected before any traffic: "+vp.Rejected
 			} else {
 				compareChain(vc, model.Variants[i], run.Result.Variants[i], info)
+				vc.judge(info.Share, info.Stack)
 			}
 			vcs[i] = vc
 			if !vc.OK && vc.Skipped == "" {

@@ -1,0 +1,183 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/connlab/connlab/sim/harness/stack"
+	"github.com/connlab/connlab/sim/harness/wire"
+)
+
+// A variant run for real ends in one of three verdicts. It agrees when
+// every phase and count is within tolerance. It disagrees when one is not
+// and the machine gave the run what it needed, or when what missed is
+// something a busy machine cannot cause: a count that does not depend on
+// timing, a phase quicker than the model. It is inconclusive when it
+// missed only where a busy machine slows a run down, and the machine was
+// measured busy during it (busyReason): then the comparison measured the
+// machine, not the model, and says so instead of judging the model.
+const (
+	VerdictAgree        = "agree"
+	VerdictDisagree     = "disagree"
+	VerdictInconclusive = "inconclusive"
+)
+
+// BusyOthersCPUs is the share of the machine other programs may take
+// during a real run before the run counts as disturbed: an average of a
+// quarter of a CPU. On the quiet machines the runs were recorded on, the
+// stack's windows measured 0.03 to 0.12 (labs/*.real.json,
+// background_cpu, the measurement's own work included); two busy loops
+// beside a run take nearly two.
+const BusyOthersCPUs = 0.25
+
+// shareTick is the resolution of a process's CPU time in /proc: a window's
+// run time may be off by a tick for every process it sums, and the
+// machine's by a tick, so others below that many ticks is not a signal.
+const shareTick = 10 * time.Millisecond
+
+// busyShare says how other programs disturbed a run, or "" when they took
+// less than BusyOthersCPUs of the machine (or the share is not known).
+func busyShare(sh *wire.Share) string {
+	if sh == nil || sh.WallMS <= 0 {
+		return ""
+	}
+	others := sh.MachineCPUMS - sh.RunCPUMS
+	floor := float64((time.Duration(sh.Procs+2) * shareTick).Milliseconds())
+	if sh.OthersCPUs < BusyOthersCPUs || others < floor {
+		return ""
+	}
+	return sh.String()
+}
+
+// busyStack says how other programs disturbed a stack variant's measured
+// window or the calibration window its model was fitted to, or "".
+func busyStack(r *stack.Result) string {
+	if r == nil {
+		return ""
+	}
+	say := func(which string, w *stack.Result) string {
+		return fmt.Sprintf("other programs used %.2f CPUs on average during the %s window (the machine's CPUs were busy %.0f ms in %.1f s; the stack's processes' share is not counted)",
+			w.BackgroundCPU, which, w.MachineCPUMS, w.DurationS)
+	}
+	if r.BackgroundCPU >= BusyOthersCPUs {
+		return say("measured", r)
+	}
+	if c := r.Calibration; c != nil && c.BackgroundCPU >= BusyOthersCPUs {
+		return say("calibration", c)
+	}
+	return ""
+}
+
+// busyReason says why the machine could not give vc's last attempt what it
+// needed: other programs took a share of its CPUs, or the harness fell
+// behind its own emulated network by as much as the phases missed by
+// (harnessLate); "" when neither was measured.
+func (vc *VariantComparison) busyReason(share *wire.Share, st *stack.Result) string {
+	if s := busyShare(share); s != "" {
+		return s
+	}
+	if s := busyStack(st); s != "" {
+		return s
+	}
+	if vc.HarnessLate != "" {
+		return vc.HarnessLate
+	}
+	return ""
+}
+
+// judge gives vc its verdict from its last attempt (the comparison's rows,
+// the machine's share during the run).
+func (vc *VariantComparison) judge(share *wire.Share, st *stack.Result) {
+	vc.Share = share
+	vc.judgeBusy(func() string { return vc.busyReason(share, st) })
+}
+
+// PhaseVerdict is the verdict of a real run's phases alone (the page's Run
+// real compares no counts), given busy, what BusyShare said of the run's
+// share of the machine: a verdict, and the text of an inconclusive one or
+// of a disagreement that is not the machine's.
+func PhaseVerdict(rows []PhaseRow, busy string) (verdict, text string) {
+	vc := &VariantComparison{Phases: rows, OK: true}
+	for _, p := range rows {
+		vc.OK = vc.OK && p.OK
+	}
+	vc.judgeBusy(func() string { return busy })
+	return vc.Verdict, vc.Inconclusive + vc.Why
+}
+
+// BusyShare is busyShare, for a run's share as the lab process read it:
+// what other programs took when the machine was busy, or "".
+func BusyShare(sh *wire.Share) string { return busyShare(sh) }
+
+// judgeBusy gives vc its verdict; busy says why the machine was busy, or
+// "" (asked only when the verdict depends on it).
+func (vc *VariantComparison) judgeBusy(busy func() string) {
+	vc.Verdict, vc.Inconclusive, vc.Why = VerdictAgree, "", ""
+	switch {
+	case vc.OK && vc.Skipped != "":
+		vc.Verdict = "" // not compared
+		return
+	case vc.OK:
+		return
+	case vc.ModelError != "" || vc.RealError != "":
+		vc.Verdict = VerdictDisagree // an exception's words do not depend on time
+		return
+	}
+	vc.Verdict = VerdictDisagree
+	if why := vc.timingOnly(); why != "" {
+		vc.Why = why
+		return
+	}
+	if busy := busy(); busy != "" {
+		vc.Verdict = VerdictInconclusive
+		vc.Inconclusive = "machine busy: " + busy + "; what missed (" + vc.missed() + ") is what a busy machine slows down: run it again on a quieter machine"
+	}
+}
+
+// timingOnly says what in vc missed that a busy machine cannot explain:
+// a count compared exactly (it does not depend on timing), a phase or a
+// throughput measured better than the model (a busy machine only adds
+// time), or a stack's count that misses even scaled to the requests the
+// window measured. "" when everything that missed could be the machine's.
+func (vc *VariantComparison) timingOnly() string {
+	for _, c := range vc.Counts {
+		if !c.OK && c.Allowed == "exact" {
+			return fmt.Sprintf("%s %v, model %v: a count compared exactly does not depend on how busy the machine was", c.Name, c.Measured, c.Model)
+		}
+	}
+	for _, p := range vc.Phases {
+		if !p.OK && p.MeasuredMS < p.ModelMS {
+			return fmt.Sprintf("%s %.3f ms is quicker than the model's %.3f ms by more than the tolerance: a busy machine only adds time", p.Phase, p.MeasuredMS, p.ModelMS)
+		}
+	}
+	if vc.Chain == nil || vc.Model == nil || vc.Measured == nil || vc.Model.Requests == 0 {
+		return ""
+	}
+	scale := float64(vc.Measured.Requests) / float64(vc.Model.Requests)
+	for _, r := range vc.Chain.Rows {
+		if r.OK || r.Allowed == "shown" {
+			continue
+		}
+		if r.Metric == "throughput_rps" {
+			if r.Measured > r.Model {
+				return fmt.Sprintf("throughput %.1f requests/s is above the model's %.1f by more than the tolerance: a busy machine only slows a stack down", r.Measured, r.Model)
+			}
+			continue
+		}
+		// A busy machine changes how many requests the window holds, not
+		// what each request does: the model's count for the requests the
+		// window measured must still be within tolerance.
+		want := r.Model * scale
+		allowed := max(float64(StackTolerancePct)/100*want, StackSlack)
+		if math.Abs(r.Measured-want) > allowed+1e-9 {
+			hop := r.Hop
+			if r.Side != "" {
+				hop += " " + r.Side
+			}
+			return fmt.Sprintf("%s %s %.0f, model %.0f for the %d requests measured (%.0f for its own %d): it misses per request too, which a busy machine does not change",
+				hop, r.Metric, r.Measured, want, vc.Measured.Requests, r.Model, vc.Model.Requests)
+		}
+	}
+	return ""
+}

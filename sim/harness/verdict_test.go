@@ -1,0 +1,107 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/stack"
+	"github.com/connlab/connlab/sim/harness/wire"
+)
+
+// TestVerdicts: the three outcomes of a real run, from the comparison's
+// rows and the machine's share during it, with the busy signal forced (a
+// share of other programs' CPU) or not.
+func TestVerdicts(t *testing.T) {
+	model := &sim.Summary{Requests: 10, Calls: 10, Connects: 1, Total: sim.Stat{P50: 20}}
+	slower := &sim.Summary{Requests: 10, Calls: 10, Connects: 1, Total: sim.Stat{P50: 26}} // 30 % over
+	quicker := &sim.Summary{Requests: 10, Calls: 10, Connects: 1, Total: sim.Stat{P50: 14}}
+	right := &sim.Summary{Requests: 10, Calls: 10, Connects: 1, Total: sim.Stat{P50: 20.2}}
+	moreConns := &sim.Summary{Requests: 10, Calls: 10, Connects: 2, Total: sim.Stat{P50: 20.2}}
+	busy := &wire.Share{WallMS: 1000, MachineCPUMS: 1900, RunCPUMS: 100, Procs: 3, OthersCPUs: 1.8}
+	quiet := &wire.Share{WallMS: 1000, MachineCPUMS: 130, RunCPUMS: 100, Procs: 3, OthersCPUs: 0.03}
+	// A short run whose "others" are within the ticks' resolution.
+	short := &wire.Share{WallMS: 100, MachineCPUMS: 80, RunCPUMS: 40, Procs: 6, OthersCPUs: 0.4}
+	cases := []struct {
+		name     string
+		measured *sim.Summary
+		share    *wire.Share
+		timing   bool
+		want     string
+		says     string
+	}{
+		{"right, quiet", right, quiet, false, VerdictAgree, ""},
+		{"right, busy", right, busy, false, VerdictAgree, ""},
+		{"slower, quiet", slower, quiet, false, VerdictDisagree, ""},
+		{"slower, share unknown", slower, nil, false, VerdictDisagree, ""},
+		{"slower, busy", slower, busy, false, VerdictInconclusive, "other programs used 1.80 CPUs"},
+		{"slower, others within the ticks", slower, short, false, VerdictDisagree, ""},
+		{"quicker, busy", quicker, busy, false, VerdictDisagree, "a busy machine only adds time"},
+		{"a connection more, busy", moreConns, busy, false, VerdictDisagree, "does not depend on how busy"},
+		{"a connection more, timing variant, busy", &sim.Summary{Requests: 10, Calls: 10, Connects: 5, Total: sim.Stat{P50: 20.2}}, busy, true, VerdictInconclusive, "machine busy"},
+	}
+	for _, c := range cases {
+		vc := &VariantComparison{Name: "v", Model: model, Measured: c.measured}
+		vc.Phases = ComparePhases(model, c.measured, DefaultTolerance)
+		vc.Counts = CompareCounts(model, c.measured, c.timing, false, false)
+		vc.OK = true
+		for _, p := range vc.Phases {
+			vc.OK = vc.OK && p.OK
+		}
+		for _, r := range vc.Counts {
+			vc.OK = vc.OK && r.OK
+		}
+		vc.judge(c.share, nil)
+		if vc.Verdict != c.want {
+			t.Errorf("%s: verdict %s (%s%s), want %s", c.name, vc.Verdict, vc.Inconclusive, vc.Why, c.want)
+			continue
+		}
+		if got := vc.Inconclusive + vc.Why; !strings.Contains(got, c.says) {
+			t.Errorf("%s: %q, want it to say %q", c.name, got, c.says)
+		}
+		if (vc.Verdict == VerdictAgree) != vc.OK {
+			t.Errorf("%s: OK %v with verdict %s", c.name, vc.OK, vc.Verdict)
+		}
+	}
+}
+
+// TestVerdictsStack: a stack variant's window that missed is inconclusive
+// when other programs took a share of the machine in it or in its
+// calibration window, unless its counts miss per request as well or its
+// throughput is above the model's.
+func TestVerdictsStack(t *testing.T) {
+	model := &sim.Summary{Requests: 1000, ThroughputRPS: 500}
+	row := func(metric string, m, r float64) ChainRow {
+		ok := r >= m*0.85 && r <= m*1.15
+		return ChainRow{Hop: "app", Metric: metric, Model: m, Measured: r, Allowed: "±15%", OK: ok}
+	}
+	busyWindow := &stack.Result{BackgroundCPU: 1.6, MachineCPUMS: 3000, DurationS: 2}
+	busyCalibration := &stack.Result{BackgroundCPU: 0.05, Calibration: &stack.Result{BackgroundCPU: 1.2, DurationS: 1}}
+	quietWindow := &stack.Result{BackgroundCPU: 0.08, Calibration: &stack.Result{BackgroundCPU: 0.1}}
+	cases := []struct {
+		name     string
+		requests int
+		rows     []ChainRow
+		st       *stack.Result
+		want     string
+	}{
+		// Fewer requests in the window, connects in proportion.
+		{"slower, busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 700)}, busyWindow, VerdictInconclusive},
+		{"slower, calibration busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 700)}, busyCalibration, VerdictInconclusive},
+		{"slower, quiet", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 700)}, quietWindow, VerdictDisagree},
+		// A connection more per request: off per request as well.
+		{"a connection more a request, busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 1400)}, busyWindow, VerdictDisagree},
+		{"quicker, busy", 1300, []ChainRow{row("throughput_rps", 500, 650), row("connects", 1000, 1300)}, busyWindow, VerdictDisagree},
+	}
+	for _, c := range cases {
+		vc := &VariantComparison{Name: "v", Model: model, Measured: &sim.Summary{Requests: c.requests}, Chain: &ChainComparison{Rows: c.rows}}
+		vc.OK = true
+		for _, r := range c.rows {
+			vc.OK = vc.OK && r.OK
+		}
+		vc.judge(nil, c.st)
+		if vc.Verdict != c.want {
+			t.Errorf("%s: verdict %s (%s%s), want %s", c.name, vc.Verdict, vc.Inconclusive, vc.Why, c.want)
+		}
+	}
+}
