@@ -57,6 +57,12 @@ type doneVariant struct {
 	// variant's RTT (harness.Tare), part of the comparison's tolerance
 	// once for each round trip of a phase.
 	HarnessOverheadMS float64 `json:"harness_overhead_ms,omitempty"`
+	// Verdict of a real run's comparison (harness.PhaseVerdict): agree,
+	// disagree or inconclusive, with Why; BusyCPUs is how many CPUs other
+	// programs used on average during the run when the machine was busy.
+	Verdict  string  `json:"verdict,omitempty"`
+	Why      string  `json:"why,omitempty"`
+	BusyCPUs float64 `json:"busy_cpus,omitempty"`
 	// A real run's: the software that ran (runtime.name), what its
 	// probing script printed (checks), and for a variant the model rejects
 	// the model's words (model_error) beside the real software's (error).

@@ -467,13 +467,22 @@ func (r *run) execReal() error {
 	d := r.doneMsg(res, model, []lab.Check{})
 	for i := range d.Variants {
 		dv := &d.Variants[i]
-		tare, ok := tares[dv.Name]
-		if !ok || dv.Model == nil || dv.Summary == nil {
+		if tare, ok := tares[dv.Name]; ok && dv.Model != nil && dv.Summary != nil {
+			tol := harness.DefaultTolerance.WithTare(tare, scenarios[dv.Name])
+			dv.Compare = harness.ComparePhases(dv.Model, dv.Summary, tol)
+			dv.HarnessOverheadMS = float64(tare.Microseconds()) / 1000
+		}
+		if len(dv.Compare) == 0 {
 			continue
 		}
-		tol := harness.DefaultTolerance.WithTare(tare, scenarios[dv.Name])
-		dv.Compare = harness.ComparePhases(dv.Model, dv.Summary, tol)
-		dv.HarnessOverheadMS = float64(tare.Microseconds()) / 1000
+		busy := ""
+		if v := res.Variants[i]; v.Name == dv.Name {
+			busy = v.Busy
+			if busy != "" {
+				dv.BusyCPUs = v.BusyCPUs
+			}
+		}
+		dv.Verdict, dv.Why = harness.PhaseVerdict(dv.Compare, busy)
 	}
 	r.c.send(encode(d))
 	return nil

@@ -571,6 +571,10 @@ type fakeReal struct {
 	// scenarios: each variant's result carries the scenario that ran, as
 	// harness.RunBlock's do.
 	scenarios bool
+	// slow: every phase of a call takes 10 s; busy: the machine was busy
+	// during the run, as the harness says (lab.VariantResult.Busy).
+	slow bool
+	busy string
 }
 
 func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, variants []string, seed uint64, sink func(string, *sim.Event)) (*lab.BlockResult, error) {
@@ -592,6 +596,9 @@ func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, var
 			call := sim.Event{Kind: sim.KindCall, At: time.Duration(i) * 15 * time.Millisecond, Req: i, Call: 1, Worker: 1, Conn: 1,
 				NewConn: i == 1, Reused: i > 1, NameLookup: time.Millisecond, Connect: 2 * time.Millisecond, AppConnect: 5 * time.Millisecond,
 				StartTransfer: 14 * time.Millisecond, Total: 15 * time.Millisecond}
+			if f.slow {
+				call.NameLookup, call.Connect, call.AppConnect, call.StartTransfer, call.Total = 10*time.Second, 10*time.Second, 10*time.Second, 10*time.Second, 10*time.Second
+			}
 			req := sim.Event{Kind: sim.KindRequest, At: call.At, Req: i, Worker: 1, Start: call.At - 15*time.Millisecond, Total: 15 * time.Millisecond}
 			for _, e := range []*sim.Event{&call, &req} {
 				col.Add(e)
@@ -600,6 +607,9 @@ func (f *fakeReal) run(ctx context.Context, b *lab.Block, set []lab.Setting, var
 		}
 		sum := col.Summary()
 		vr := &lab.VariantResult{Name: name, Label: b.Variant(name).Label, Summary: &sum}
+		if f.busy != "" {
+			vr.Busy, vr.BusyCPUs = f.busy, 1.5
+		}
 		if f.scenarios {
 			sc, err := b.Scenario(b.Variant(name), set)
 			if err != nil {
@@ -653,6 +663,64 @@ func TestRealRunTare(t *testing.T) {
 		want := math.Max(0.05*p.ModelMS, 0.5+float64(trips[p.Phase])*float64(harness.MaxTare)/1e6)
 		if p.Note == "" && math.Abs(p.ToleranceMS-want) > 0.001 {
 			t.Errorf("%s: tolerance %.3f ms, want %.3f", p.Phase, p.ToleranceMS, want)
+		}
+	}
+}
+
+// TestRealRunVerdict: a real run's done message says what sim validate
+// would of its phases: inconclusive when they missed slower than the model
+// on a machine the harness measured busy, disagree when the machine was
+// quiet or a phase was quicker than the model.
+func TestRealRunVerdict(t *testing.T) {
+	const busy = "other programs used 1.50 CPUs on average during the run"
+	cases := []struct {
+		name       string
+		slow       bool
+		busy, want string
+		says       string
+	}{
+		{"slower, busy", true, busy, harness.VerdictInconclusive, "machine busy: " + busy},
+		{"slower, quiet", true, "", harness.VerdictDisagree, ""},
+		{"quicker, busy", false, busy, harness.VerdictDisagree, "a busy machine only adds time"},
+	}
+	for _, c := range cases {
+		f := &fakeReal{release: make(chan struct{}, 1), events: 3, scenarios: true, slow: c.slow, busy: c.busy}
+		f.release <- struct{}{}
+		s := newTestServer(t, Options{Real: f.run})
+		conn := s.dial(t)
+		send(t, conn, runReq{Type: "run", ID: "v", Lab: "php-persistent-share", Block: "across-requests", Mode: "real", Variants: []string{"persistent"}})
+		var raw struct {
+			Variants []struct {
+				Verdict  string  `json:"verdict"`
+				Why      string  `json:"why"`
+				BusyCPUs float64 `json:"busy_cpus"`
+			} `json:"variants"`
+		}
+		for {
+			conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			_, data, err := conn.ReadMessage()
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			var m msg
+			json.Unmarshal(data, &m)
+			if m.Type == "error" {
+				t.Fatalf("%s: %+v", c.name, m)
+			}
+			if m.Type == "done" {
+				json.Unmarshal(data, &raw)
+				break
+			}
+		}
+		if len(raw.Variants) != 1 {
+			t.Fatalf("%s: %d variants", c.name, len(raw.Variants))
+		}
+		v := raw.Variants[0]
+		if v.Verdict != c.want || !strings.Contains(v.Why, c.says) {
+			t.Errorf("%s: verdict %q (%q), want %q saying %q", c.name, v.Verdict, v.Why, c.want, c.says)
+		}
+		if (c.busy != "") != (v.BusyCPUs > 0) {
+			t.Errorf("%s: busy_cpus %v", c.name, v.BusyCPUs)
 		}
 	}
 }

@@ -44,6 +44,10 @@ export class VariantData {
   model: Summary | null = null; // the model's prediction of a real run
   compare: PhaseRow[] | null = null;
   overhead = 0; // ms the harness itself adds to a call (real runs)
+  // A real run's verdict: inconclusive when its phases missed on a machine
+  // other programs kept busy (busyCPUs: how many CPUs they used).
+  verdict = "";
+  busyCPUs = 0;
   series: Sample[] | null = null;
   error = "";
   // Real runs: the software that ran, what its probing script printed by

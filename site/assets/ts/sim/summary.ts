@@ -122,6 +122,14 @@ export function renderSummary(root: HTMLElement, vs: VariantData[], real: boolea
   root.replaceChildren(table);
   const rows = vs.flatMap((d) => (d.compare || []).map((p) => ({ d, p })));
   if (rows.length) root.append(compareTable(rows));
+  // A comparison that missed on a busy machine judges the machine, not the
+  // model: say so in words, as sim validate does.
+  for (const d of vs) {
+    if (d.verdict !== "inconclusive") continue;
+    const p = el("p", "sim-inconclusive");
+    p.textContent = d.busyCPUs > 0 ? t("w_inconclusive", { label: d.label, cpus: num(d.busyCPUs, 2) }) : t("w_inconclusive_lag", { label: d.label });
+    root.append(p);
+  }
 }
 
 // breakable is a label as text with a line-break opportunity after each

@@ -21,6 +21,9 @@ export interface BlockData {
 export interface DoneVariant {
   name: string; label?: string; summary?: Summary; error?: string;
   model?: Summary; compare?: PhaseRow[] | { phases?: PhaseRow[] }; series?: Sample[]; harness_overhead_ms?: number;
+  // A real run's verdict (agree, disagree, inconclusive), why, and how many CPUs other programs
+  // used during it when the machine was busy.
+  verdict?: string; why?: string; busy_cpus?: number;
   // A real run: what ran (runtime.name: "PHP 8.5.10 (WebAssembly …), libcurl …"), what its
   // probing script's statements printed, and the model's words for a variant it rejects.
   runtime?: Record<string, string>; checks?: Record<string, string>; model_error?: string;

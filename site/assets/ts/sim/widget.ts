@@ -507,6 +507,8 @@ export class Widget {
           d.model = v.model || null;
           d.compare = phaseRows(v.compare);
           d.overhead = v.harness_overhead_ms || 0;
+          d.verdict = v.verdict || "";
+          d.busyCPUs = v.busy_cpus || 0;
           if (v.series && v.series.length) d.series = v.series;
           else if (d.truncated && this.defaults && !this.real) {
             // The stream was cut short; with the block's own parameters the
