@@ -67,13 +67,15 @@ type Server struct {
 	revealed map[exKey]bool
 	conns    map[*conn]bool
 	teachers map[*conn]bool
-	addrs    map[string]*addrUse
+	addrs    map[string]*addrUse // by machine (addrKey)
+	wrong    []int64             // Unix seconds of the class's recent wrong codes (at most WrongCodesClass)
+	refresh  *time.Timer         // redraws the teachers' pages when a wrong code leaves the count
 	// seats taken by connections, from before their upgrade to their end
 	teacherSeats, studentSeats int
 	version                    uint64 // bumped on every change the teachers see
 }
 
-// addrUse is what one remote address holds and has tried.
+// addrUse is what one machine (addrKey) holds and has tried.
 type addrUse struct {
 	conns    int     // open student connections
 	students int     // students it joined (removed ones not counted)
@@ -142,6 +144,10 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
+	if s.refresh != nil {
+		s.refresh.Stop()
+		s.refresh = nil
+	}
 	s.mu.Unlock()
 	s.cancel() // every connection's context derives from it
 	s.wg.Wait()

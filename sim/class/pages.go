@@ -73,48 +73,29 @@ func (s *Server) serveLanding(w http.ResponseWriter, r *http.Request) {
 	for _, l := range s.cat.Labs {
 		labs = append(labs, labLink{l.Name, l.Title["en"], l.Title["ko"]})
 	}
-	state, kept := "none", false // state: none, ok, wrong, blocked; kept: the code came from the cookie
+	// state: none, or tryCode's answer; kept: the code came from the cookie.
+	state, kept := "none", false
+	key := addrKey(r)
 	if q := r.URL.Query(); q.Has("code") {
 		code := q.Get("code")
-		state = s.tryCode(remoteHost(r), code)
-		if state == "ok" {
+		state = s.tryCode(key, code)
+		if state == codeOK {
 			norm, _ := NormalizeCode(code)
 			http.SetCookie(w, &http.Cookie{Name: codeCookie, Value: norm, Path: "/class", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		}
 	} else if ck, err := r.Cookie(codeCookie); err == nil {
-		state, kept = s.tryCode(remoteHost(r), ck.Value), true
-		if state == "wrong" {
+		state, kept = s.tryCode(key, ck.Value), true
+		if state == codeWrong {
 			http.SetCookie(w, &http.Cookie{Name: codeCookie, Path: "/class", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	landingTmpl.Execute(w, map[string]any{"Labs": labs, "MaxName": s.lim.MaxName, "Code": state, "Kept": kept})
-}
-
-// tryCode checks a join code sent from addr (typed on the landing page or
-// in a join): "ok", "wrong" (and counted against addr) or "blocked" (addr
-// sent too many wrong codes in the last minute).
-func (s *Server) tryCode(addr, code string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tryCodeLocked(addr, code)
-}
-
-func (s *Server) tryCodeLocked(addr, code string) string {
-	u := s.addrUseLocked(addr)
-	defer s.tidyAddrLocked(addr)
-	now := s.now().Unix()
-	for len(u.wrong) > 0 && u.wrong[0] <= now-60 {
-		u.wrong = u.wrong[1:]
+	// The page shows "blocked" for a busy class too, saying why.
+	busy := state == classBusy
+	if busy {
+		state = codeBlocked
 	}
-	switch {
-	case len(u.wrong) >= s.lim.WrongCodes:
-		return "blocked"
-	case s.codeIsLocked(code):
-		return "ok"
-	}
-	u.wrong = append(u.wrong, now)
-	return "wrong"
+	landingTmpl.Execute(w, map[string]any{"Labs": labs, "MaxName": s.lim.MaxName, "Code": state, "Kept": kept, "Busy": busy})
 }

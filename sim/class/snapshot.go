@@ -17,6 +17,10 @@ type State struct {
 	Labs       []LabSummary `json:"labs"`
 	Lab        string       `json:"lab"`
 	Exercises  []ExState    `json:"exercises"`
+	// WrongCodes is the number of wrong join codes the class took in the
+	// last minute; at WrongCodesLimit new students wait (addr.go).
+	WrongCodes      int `json:"wrong_codes"`
+	WrongCodesLimit int `json:"wrong_codes_limit"`
 }
 
 // LabSummary names a lab and counts its answers.
@@ -51,7 +55,7 @@ type collected struct {
 func (s *Server) snapshot(c *conn) *State {
 	s.mu.Lock()
 	st := &State{Type: "state", Version: s.version, Code: s.code, Students: len(s.order), PerStudent: s.opt.PerStudent, Seed: s.opt.Seed,
-		Names: []string{}, Exercises: []ExState{}}
+		WrongCodes: s.wrongCodesLocked(), WrongCodesLimit: s.lim.WrongCodesClass, Names: []string{}, Exercises: []ExState{}}
 	for _, stu := range s.order {
 		st.Names = append(st.Names, stu.name)
 	}

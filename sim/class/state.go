@@ -14,7 +14,10 @@ import (
 )
 
 // Limits bound what one class may hold and what one connection or one
-// remote address may do.
+// machine may do. The per-address limits count per machine as its address
+// tells (addrKey, addr.go): every loopback address is one machine, an IPv6
+// address outside the server's own /64 counts by its /64, an IPv4 address
+// is itself.
 type Limits struct {
 	MaxStudents int     // students who may join (default 300)
 	MaxName     int     // runes in a display name (default 32)
@@ -28,10 +31,11 @@ type Limits struct {
 	Bins        int     // histogram bins of a number (default 10)
 	Texts       int     // explain answers shown per exercise (default 40)
 
-	PerAddress      int           // students who may join from one remote address (default 4)
-	ConnsPerAddress int           // student connections open from one address (default 4 × PerAddress)
+	PerAddress      int           // students who may join from one machine (default 4)
+	ConnsPerAddress int           // student connections open from one machine (default 4 × PerAddress)
 	JoinTries       int           // join messages one connection may send (default 5)
-	WrongCodes      int           // wrong join codes one address may try a minute (default 10)
+	WrongCodes      int           // wrong join codes one machine may try a minute (default 10)
+	WrongCodesClass int           // wrong join codes the class takes a minute before new students wait (default 6 × WrongCodes)
 	JoinWait        time.Duration // a student connection that has not joined by then is closed (default 30 s)
 }
 
@@ -87,6 +91,10 @@ func (l Limits) withDefaults() Limits {
 	d.MaxConns = l.MaxConns
 	if d.MaxConns <= 0 {
 		d.MaxConns = 2 * d.MaxStudents
+	}
+	d.WrongCodesClass = l.WrongCodesClass
+	if d.WrongCodesClass <= 0 {
+		d.WrongCodesClass = 6 * d.WrongCodes
 	}
 	d.ConnsPerAddress = l.ConnsPerAddress
 	if d.ConnsPerAddress <= 0 {

@@ -134,9 +134,11 @@ func (s *Server) admitLocked(c *conn, m *message) (field string, err error) {
 		return "code", fmt.Errorf("this class needs its join code: open /class/ on this server and type the code your teacher shows")
 	}
 	switch s.tryCodeLocked(c.addr, code) {
-	case "blocked":
+	case codeBlocked:
 		return "code", fmt.Errorf("too many wrong join codes from your address: wait a minute")
-	case "wrong":
+	case classBusy:
+		return "code", fmt.Errorf("the class has seen too many wrong join codes in the last minute, so new students wait: wait a minute and try again")
+	case codeWrong:
 		return "code", fmt.Errorf("wrong join code: type the code your teacher shows at /class/")
 	}
 	switch {

@@ -61,6 +61,10 @@ func (c *conn) changed() {
 func (s *Server) touch() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.touchLocked()
+}
+
+func (s *Server) touchLocked() {
 	for t := range s.teachers {
 		t.changed()
 	}

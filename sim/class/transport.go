@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -23,7 +22,7 @@ type conn struct {
 	ws      peer
 	teacher bool
 	lang    string
-	addr    string        // the remote address, without its port
+	addr    string        // the remote machine's key (addrKey)
 	dirty   chan struct{} // teachers: the state changed
 	// cookieCode is the join code the landing page left in a cookie.
 	cookieCode string
@@ -62,14 +61,6 @@ var (
 	errRemoved = errors.New("removed by the teacher")
 )
 
-// remoteHost is the address of the request's peer without its port.
-func remoteHost(r *http.Request) string {
-	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return h
-	}
-	return r.RemoteAddr
-}
-
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	teacher := false
 	if tok := r.URL.Query().Get("teacher"); tok != "" {
@@ -79,7 +70,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		teacher = true
 	}
-	addr := remoteHost(r)
+	addr := addrKey(r)
 	// A seat is taken before the upgrade, so upgrades at once cannot
 	// pass the limits together.
 	s.mu.Lock()
@@ -92,7 +83,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	case !teacher && s.studentSeats >= s.lim.MaxConns:
 		refuse = "the class has too many connections"
 	case !teacher && s.addrs[addr] != nil && s.addrs[addr].conns >= s.lim.ConnsPerAddress:
-		refuse = fmt.Sprintf("too many connections from your address (at most %d)", s.lim.ConnsPerAddress)
+		refuse = fmt.Sprintf("too many connections from your machine's address (at most %d)", s.lim.ConnsPerAddress)
 	case teacher:
 		s.teacherSeats++
 	default:
@@ -265,6 +256,7 @@ func decode(data []byte) (*message, error) {
 	return &m, nil
 }
 
+// addrUseLocked is what the machine with the key addr holds (addrKey).
 func (s *Server) addrUseLocked(addr string) *addrUse {
 	u := s.addrs[addr]
 	if u == nil {
@@ -274,7 +266,7 @@ func (s *Server) addrUseLocked(addr string) *addrUse {
 	return u
 }
 
-// tidyAddrLocked forgets an address that holds nothing.
+// tidyAddrLocked forgets a machine that holds nothing.
 func (s *Server) tidyAddrLocked(addr string) {
 	if u := s.addrs[addr]; u != nil && u.conns <= 0 && u.students <= 0 && len(u.wrong) == 0 {
 		delete(s.addrs, addr)

@@ -31,8 +31,13 @@ It binds to loopback only; --allow-non-loopback lets --addr name another
 address (and binds only there). Ctrl-C stops it, ending every run.
 
 With --class, students open /class/ and type the join code shown on the
-teacher's page (or follow its link); each address may join --class-per-address
-students.`,
+teacher's page (or follow its link); each machine may join --class-per-address
+students. A machine is what its address tells: every loopback address is
+this one machine, an IPv4 address is its own, an IPv6 address counts by its
+/64 unless it is on the server's own link. A machine that sends 10 wrong
+join codes in a minute waits a minute; once the class has taken 60 in a
+minute, new students wait until fewer came in the last minute (students who
+joined stay; the teacher's page shows the count).`,
 		run: serveCmd,
 	}
 }
@@ -54,7 +59,7 @@ func serveCmd(ctx context.Context, env *Env, args []string) error {
 	classToken := fs.String("class-token", "", "class mode: the teacher page's `token` (default: a random one)")
 	classCode := fs.String("class-code", "", "class mode: the join `code` students type (4 to 16 letters and digits; default: a random one the teacher's page shows)")
 	classMax := fs.Int("class-max", class.DefaultLimits.MaxStudents, "class mode: most students who may join")
-	classPerAddr := fs.Int("class-per-address", class.DefaultLimits.PerAddress, "class mode: most students who may join from one address")
+	classPerAddr := fs.Int("class-per-address", class.DefaultLimits.PerAddress, "class mode: most students who may join from one machine (every loopback address is one; an IPv6 address outside the server's /64 counts by its /64)")
 	pos, err := parse(c, env, fs, args)
 	if err != nil {
 		return err
