@@ -479,7 +479,7 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 		}
 	}
 	if len(standIns) > 0 {
-		fmt.Fprintf(w, "; %d of them ran on the %s, not on PHP 8.5 (%s): %s", len(standIns), harness.StandInNote, standInWhy, strings.Join(standIns, ", "))
+		fmt.Fprintf(w, "; %d of them ran on the %s instead of PHP itself (%s): %s", len(standIns), harness.StandInNote, standInWhy, strings.Join(standIns, ", "))
 	}
 	if skipped > 0 {
 		fmt.Fprintf(w, "; %d not compared (see above)", skipped)
