@@ -376,10 +376,9 @@ export class Widget {
   // page starts on its own (auto) shows its results but does not set
   // data-ready, which marks the end of a run someone asked for.
   async run(mode: string, auto = false, fromLink = false): Promise<void> {
-    if (!this.controls.valid()) {
-      this.setStatus(t("w_failed"), true);
-      return;
-    }
+    // A value the page finds wrong (a link's rtt=-5ms, a typo) still goes
+    // to the model or the server: their refusal names the key and says why,
+    // which the status shows and the control's mark keeps.
     this.controls.clearMarks();
     if (this.runId) this.cancel(true);
     const token = ++this.token;
@@ -536,8 +535,10 @@ export class Widget {
         break;
       }
       case "error": {
-        const marked = m.field ? this.controls.mark(m.field, m.message || "") : false;
-        const text = (m.field && !marked ? m.field + ": " : "") + (m.message || "");
+        const msg = m.message || "";
+        if (m.field) this.controls.mark(m.field, msg);
+        // The key, then why: the model's messages begin with their key.
+        const text = (m.field && !msg.includes(m.field + ":") ? m.field + ": " : "") + msg;
         if (m.message === "cancelled") {
           this.finish();
           this.setStatus(t("w_cancelled"));
