@@ -47,7 +47,10 @@ func RunLab(ctx context.Context, exe string, job wire.LabJob, sink func(*sim.Eve
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	dir, err := os.MkdirTemp("", "connlab-lab-")
+	// Folders of earlier runs whose process was killed (SIGKILL skips the
+	// deferred removal) go first; this one is named after this process.
+	kernel.SweepTemp()
+	dir, err := kernel.MkdirTemp("lab")
 	if err != nil {
 		return nil, false, fmt.Errorf("harness: a folder for the lab process: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/connlab/connlab/sim/harness/kernel"
 )
 
 // envChild marks the process RunIsolated starts in the namespaces.
@@ -56,7 +58,8 @@ func RunIsolatedExec(ctx context.Context, spec Spec, exe string, args ...string)
 	// The directory is the parent's: a child killed on cancellation
 	// cannot remove it. A directory the caller gives is the caller's.
 	if spec.Config.Dir == "" {
-		dir, err := os.MkdirTemp("", "connlab-stack-")
+		kernel.SweepTemp() // folders of runs whose process was killed
+		dir, err := kernel.MkdirTemp("stack")
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/loopback"
 )
 
@@ -56,7 +57,12 @@ func Start(c Config) (_ *Stack, err error) {
 	}
 	dir, own := c.Dir, false
 	if dir == "" {
-		if dir, err = os.MkdirTemp("", "connlab-stack-"); err != nil {
+		// Folders of runs whose process was killed go first; not from
+		// RunIsolated's child, whose /proc is its PID namespace's.
+		if os.Getenv(envChild) != "1" {
+			kernel.SweepTemp()
+		}
+		if dir, err = kernel.MkdirTemp("stack"); err != nil {
 			return nil, err
 		}
 		own = true
