@@ -580,7 +580,17 @@ async function startNative() {
   const os = await import('node:os');
   const http = await import('node:http');
   const { spawn, execFileSync } = await import('node:child_process');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'connlab-php-'));
+  // Named connlab-php-PID-…, PID as /proc names it (the host's: the lab
+  // process's PID namespace has no /proc of its own), as the harness names
+  // its folders (sim/harness/kernel/tmpdirs.go): a run killed with SIGKILL
+  // skips the exit handler below, and the next real run removes the folder.
+  let pid = process.pid;
+  try {
+    pid = Number(fs.readlinkSync('/proc/self')) || pid;
+  } catch {
+    // no /proc: the process's own PID
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `connlab-php-${pid}-`));
   fs.copyFileSync(prepend, path.join(dir, 'connlab.php'));
   fs.copyFileSync(php.script, path.join(dir, 'script.php'));
   fs.writeFileSync(path.join(dir, 'run.php'), "<?php\nrequire __DIR__ . '/connlab.php';\nrequire __DIR__ . '/script.php';\n");
