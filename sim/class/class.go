@@ -127,8 +127,12 @@ func (s *Server) Code() string {
 func (s *Server) JoinPath() string { return "/class/?code=" + url.QueryEscape(s.Code()) }
 
 // Mount adds the class's handlers to mux: /class/ (the students' landing
-// page), /class/info, /class/teacher and /class/ws.
+// page), /class/info, /class/teacher and /class/ws. When mux already
+// serves the built site (sim serve mounts it at / first), the lab pages'
+// data files, /labs/*.json, are then served without their exercises
+// (labdata.go).
 func (s *Server) Mount(mux *http.ServeMux) {
+	mountLabData(mux)
 	mux.HandleFunc("GET /class/{$}", s.serveLanding)
 	mux.HandleFunc("GET /class/info", s.serveInfo)
 	mux.HandleFunc("GET /class/teacher", s.serveTeacher)

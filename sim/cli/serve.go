@@ -37,7 +37,10 @@ this one machine, an IPv4 address is its own, an IPv6 address counts by its
 /64 unless it is on the server's own link. A machine that sends 10 wrong
 join codes in a minute waits a minute; once the class has taken 60 in a
 minute, new students wait until fewer came in the last minute (students who
-joined stay; the teacher's page shows the count).`,
+joined stay; the teacher's page shows the count). The labs' data files
+(labs/NAME.<hash>.json, which hold every exercise whole) are served without
+their exercises; the built pages' source still holds the answers of the
+labs' own numbers (the teacher's page says which).`,
 		run: serveCmd,
 	}
 }
