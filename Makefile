@@ -12,7 +12,7 @@ WASMDIR ?= site/assets/wasm
 # a path takes that path, e.g. make site BASEURL=https://example.org/connlab/
 BASEURL ?= /
 
-.PHONY: build data gen wasm site serve dev test vet bench fuzz php tsc
+.PHONY: build data gen wasm site serve dev test vet bench fuzz php tsc soak
 
 build:
 	$(GO) build -o $(BIN) ./sim/cmd/sim
@@ -119,9 +119,10 @@ vet:
 
 # The real-server tests measure time on loopback, so they run last and
 # alone: browsers and builds on the same two cores would slow them down.
-# The soak test (sim/soak: 1,000 model runs and 100 real validations
-# through one sim serve) runs there too, after them (-p 1), when
-# CONNLAB_SOAK=1 (.ci/run sets it).
+# The soak test (sim/soak: 1,000 model runs and 40 real validations
+# through one sim serve, every kind of run twice) runs there too, after
+# them (-p 1), when CONNLAB_SOAK=1 (.ci/run sets it); make soak runs the
+# long soak alone (5,000 and 200).
 # The PHP lab's real runs (sim/phpwasm, and the whole lab validated on PHP
 # 8.5 by sim/harness's TestPHPLab) are real-server tests too.
 # CONNLAB_SLOW=1 (which .ci/run sets) adds the slowest ones: every block at
@@ -131,6 +132,9 @@ REALPKG := ./sim/harness/... ./sim/phpwasm ./sim/soak
 test: vet php tsc
 	$(GO) test -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/sim/harness' -e '/sim/phpwasm$$' -e '/sim/soak$$')
 	$(GO) test -race -count=1 -timeout 45m -p 1 $(REALPKG)
+
+soak:
+	CONNLAB_SOAK=1 CONNLAB_SOAK_MODEL=5000 CONNLAB_SOAK_REAL=200 $(GO) test -count=1 -timeout 60m -run TestSoak -v ./sim/soak
 
 # BenchmarkLabBlocks and BenchmarkLabVariants (sim/lab) show the time per
 # block and per variant staying flat from 10 to 1,000. The model in the
