@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/phpwasm"
 )
 
@@ -86,23 +87,33 @@ func TestUpstream(t *testing.T) {
 		},
 	}
 	var took []time.Duration
-	for range 2 {
-		st := time.Now()
-		resp, err := (&http.Client{Transport: tr}).Get(url)
-		if err != nil {
-			t.Fatal(err)
+	busy := kernel.BusyDuring(func() {
+		for range 2 {
+			st := time.Now()
+			resp, err := (&http.Client{Transport: tr}).Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			took = append(took, time.Since(st))
+			if resp.StatusCode != 200 || len(b) == 0 || len(b) >= 500 {
+				t.Fatalf("status %d, %d bytes", resp.StatusCode, len(b))
+			}
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		took = append(took, time.Since(st))
-		if resp.StatusCode != 200 || len(b) == 0 || len(b) >= 500 {
-			t.Fatalf("status %d, %d bytes", resp.StatusCode, len(b))
-		}
-	}
+	})
 	// New connection: the handshake's round trip charged on the first bytes,
-	// TLS 1.3 (1 RTT), the request (1 RTT). Reused: 1 RTT.
-	if took[0] < 60*time.Millisecond || took[1] < 20*time.Millisecond || took[1] > 40*time.Millisecond {
+	// TLS 1.3 (1 RTT), the request (1 RTT). Reused: 1 RTT. The emulated
+	// round trips are the least a call takes on any machine; a reused call
+	// of two round trips (40 ms or more) fails unless other programs kept
+	// the machine busy meanwhile.
+	switch {
+	case took[0] < 60*time.Millisecond || took[1] < 20*time.Millisecond:
+		t.Errorf("calls took %v, want at least 60 ms then 20 ms", took)
+	case took[1] > 40*time.Millisecond && busy == "":
 		t.Errorf("calls took %v, want about 60 ms then 20 ms", took)
+	case took[1] > 40*time.Millisecond:
+		t.Logf("calls took %v; the second's upper bound not asserted: %s", took, busy)
 	}
 	tr.CloseIdleConnections()
 	cancel()

@@ -20,7 +20,6 @@ import (
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/roles"
-	"github.com/connlab/connlab/sim/harness/wire"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -738,16 +737,11 @@ func strictTiming() bool { return os.Getenv("CONNLAB_STRICT_TIMING") == "1" }
 // the CPUs less this process's and its children's), and how busy ("" when
 // not, or with CONNLAB_STRICT_TIMING=1).
 func busyDuring(f func()) string {
-	before, ok := kernel.ReadShare()
-	f()
-	after, ok2 := kernel.ReadShare()
-	if !ok || !ok2 || strictTiming() {
+	busy := kernel.BusyDuring(f)
+	if strictTiming() {
 		return ""
 	}
-	u := after.Sub(before)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return busyShare(&wire.Share{WallMS: ms(u.Wall), MachineCPUMS: ms(u.Machine), RunCPUMS: ms(u.Run), StealMS: ms(u.Steal),
-		Procs: u.Procs, OthersCPUs: u.OthersCPUs()})
+	return busy
 }
 
 // loadAvg is the machine's load averages, for a log line.

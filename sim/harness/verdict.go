@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/harness/wire"
 )
@@ -24,27 +25,17 @@ const (
 )
 
 // BusyOthersCPUs is the share of the machine other programs may take
-// during a real run before the run counts as disturbed: an average of a
-// quarter of a CPU. On the quiet machines the runs were recorded on, the
-// stack's windows measured 0.03 to 0.12 (labs/*.real.json,
-// background_cpu, the measurement's own work included); two busy loops
-// beside a run take nearly two.
-const BusyOthersCPUs = 0.25
-
-// shareTick is the resolution of a process's CPU time in /proc: a window's
-// run time may be off by a tick for every process it sums, and the
-// machine's by a tick, so others below that many ticks is not a signal.
-const shareTick = 10 * time.Millisecond
+// during a real run before the run counts as disturbed (kernel.Busy).
+const BusyOthersCPUs = kernel.BusyOthersCPUs
 
 // busyShare says how other programs disturbed a run, or "" when they took
 // less than BusyOthersCPUs of the machine (or the share is not known).
 func busyShare(sh *wire.Share) string {
-	if sh == nil || sh.WallMS <= 0 {
+	if sh == nil {
 		return ""
 	}
-	others := sh.MachineCPUMS - sh.RunCPUMS
-	floor := float64((time.Duration(sh.Procs+2) * shareTick).Milliseconds())
-	if sh.OthersCPUs < BusyOthersCPUs || others < floor {
+	ms := func(x float64) time.Duration { return time.Duration(x * 1e6) }
+	if !kernel.Busy(max(0, ms(sh.MachineCPUMS-sh.RunCPUMS)), ms(sh.WallMS), sh.Procs) {
 		return ""
 	}
 	return sh.String()

@@ -1,6 +1,9 @@
 package kernel
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Share is a reading of what the whole machine's CPUs were doing and what
 // a run's own processes used, for telling afterwards whether other programs
@@ -47,4 +50,48 @@ func (u ShareUse) OthersCPUs() float64 {
 		return 0
 	}
 	return float64(u.Others()) / float64(u.Wall)
+}
+
+// BusyOthersCPUs is the share of the machine other programs may take
+// during a run before the run counts as disturbed: an average of a
+// quarter of a CPU. On the quiet machines the labs' runs were recorded on,
+// the stack's windows measured 0.03 to 0.12 (labs/*.real.json,
+// background_cpu, the measurement's own work included); two busy loops
+// beside a run take nearly two.
+const BusyOthersCPUs = 0.25
+
+// ShareTick is the resolution of a process's CPU time in /proc: a window's
+// run time may be off by a tick for every process it sums, and the
+// machine's by a tick.
+const ShareTick = 10 * time.Millisecond
+
+// Busy reports whether other programs took BusyOthersCPUs or more of the
+// machine in a window of wall time in which they used others of CPU, and
+// more than the readings' resolution for procs processes could make up.
+func Busy(others, wall time.Duration, procs int) bool {
+	return wall > 0 && float64(others) >= BusyOthersCPUs*float64(wall) && others >= time.Duration(procs+2)*ShareTick
+}
+
+// Busy reports whether other programs kept the machine busy in u's window
+// (see the function Busy).
+func (u ShareUse) Busy() bool { return Busy(u.Others(), u.Wall, u.Procs) }
+
+// String describes the window's share for a line of output.
+func (u ShareUse) String() string {
+	return fmt.Sprintf("other programs used %.2f CPUs on average (the machine's CPUs were busy %v in %v, %d processes of the run's %v)",
+		u.OthersCPUs(), u.Machine.Round(time.Millisecond), u.Wall.Round(time.Millisecond), u.Procs, u.Run.Round(time.Millisecond))
+}
+
+// BusyDuring runs f and says how other programs kept the machine busy
+// meanwhile (this process and its children are the run), or "" when they
+// did not or it cannot be read: for tests that measure time, whose bound
+// a quiet machine must meet.
+func BusyDuring(f func()) string {
+	before, ok := ReadShare()
+	f()
+	after, ok2 := ReadShare()
+	if u := after.Sub(before); ok && ok2 && u.Busy() {
+		return u.String()
+	}
+	return ""
 }
