@@ -58,6 +58,41 @@ func validatePHPLab(t *testing.T, l *lab.Lab) {
 	opt.MaxDuration = 2 * time.Minute
 	var bvs []*BlockValidation
 	var dropped, noDrop []string // PHP 8.5 variants given a drop_cpu, and not
+	busy := busyDuring(func() { bvs, dropped, noDrop = validatePHPBlocks(t, l, opt) })
+	// The driver measures drop_cpu before every run, as the median of a
+	// dozen differences of two times about a millisecond each: a driver
+	// may find it within the noise (0), but a lab whose every driver did
+	// has lost the measurement, unless other programs kept the machine
+	// busy meanwhile (then the noise is theirs).
+	switch {
+	case len(dropped) == 0 && len(noDrop) > 0 && busy == "":
+		t.Errorf("no PHP 8.5 variant was given a cost of dropping a closed connection: %v", noDrop)
+	case len(dropped) == 0 && len(noDrop) > 0:
+		t.Logf("no PHP 8.5 variant was given a cost of dropping a closed connection (%v); not asserted: %s", noDrop, busy)
+	case len(noDrop) > 0:
+		t.Logf("drop_cpu within the noise (0) for %v; measured for %v", noDrop, dropped)
+	}
+	if !CheckReal(l, bvs) {
+		for _, bv := range bvs {
+			for _, c := range bv.RealChecks {
+				if !c.OK {
+					t.Errorf("%s: real_expect %q does not hold on PHP: got %s", bv.ID, c.Expect, c.Got)
+				}
+			}
+		}
+	}
+	for _, bv := range bvs {
+		if bv.RealProblem != "" {
+			t.Errorf("%s: real_expect not checked: %s", bv.ID, bv.RealProblem)
+		}
+	}
+	t.Logf("%s on real PHP: %s (load %s)", l.File, time.Since(start).Round(time.Second), loadNow())
+}
+
+// validatePHPBlocks validates each of l's blocks on PHP and checks what
+// ran; it returns the validations and the PHP 8.5 variants given a
+// drop_cpu and not.
+func validatePHPBlocks(t *testing.T, l *lab.Lab, opt Options) (bvs []*BlockValidation, dropped, noDrop []string) {
 	for _, b := range l.Blocks {
 		bv := validateWith(t, b, opt, true)
 		bvs = append(bvs, bv)
@@ -80,31 +115,7 @@ func validatePHPLab(t *testing.T, l *lab.Lab) {
 			}
 		}
 	}
-	// The driver measures drop_cpu before every run, as the median of a
-	// dozen differences of two times about a millisecond each: a driver
-	// may find it within the noise (0), but a lab
-	// whose every driver did has lost the measurement.
-	switch {
-	case len(dropped) == 0 && len(noDrop) > 0:
-		t.Errorf("no PHP 8.5 variant was given a cost of dropping a closed connection: %v", noDrop)
-	case len(noDrop) > 0:
-		t.Logf("drop_cpu within the noise (0) for %v; measured for %v", noDrop, dropped)
-	}
-	if !CheckReal(l, bvs) {
-		for _, bv := range bvs {
-			for _, c := range bv.RealChecks {
-				if !c.OK {
-					t.Errorf("%s: real_expect %q does not hold on PHP: got %s", bv.ID, c.Expect, c.Got)
-				}
-			}
-		}
-	}
-	for _, bv := range bvs {
-		if bv.RealProblem != "" {
-			t.Errorf("%s: real_expect not checked: %s", bv.ID, bv.RealProblem)
-		}
-	}
-	t.Logf("%s on real PHP: %s (load %s)", l.File, time.Since(start).Round(time.Second), loadNow())
+	return bvs, dropped, noDrop
 }
 
 // TestPHPTLSVersions: the PHP lab's across-requests block with the TLS
