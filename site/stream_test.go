@@ -234,12 +234,16 @@ func (f *fakeStream) real(c *fakeConn, id string) {
 		p50 := []float64{0.33, 0.43, 0.53, 0.63}[v%4]
 		measured := summary(p50, f.calls)
 		c.WriteJSON(map[string]any{"type": "stats", "id": id, "variant": m["name"], "summary": measured})
-		done = append(done, map[string]any{"name": m["name"], "label": m["label"], "summary": measured, "error": "",
+		dv := map[string]any{"name": m["name"], "label": m["label"], "summary": measured, "error": "",
 			"harness_overhead_ms": 0.25, "model": summary(0.3, f.calls), "compare": []map[string]any{
 				{"phase": "connect_ms", "model_ms": 0.5, "measured_ms": 0.52, "error_pct": 4, "ok": true},
 				{"phase": "total_ms", "model_ms": 0.3, "measured_ms": p50, "error_pct": (p50 - 0.3) / 0.3 * 100, "ok": v == 0},
 				{"phase": "starttransfer", "model_ms": 10.05, "measured_ms": 11.9, "error_pct": 18.4, "ok": true, "note": "median of a mix"},
-			}})
+			}, "verdict": "agree"}
+		if v > 0 { // slower than the model while other programs kept the machine busy
+			dv["verdict"], dv["why"], dv["busy_cpus"] = "inconclusive", "machine busy: other programs used 1.84 CPUs on average during the run", 1.84
+		}
+		done = append(done, dv)
 	}
 	c.WriteJSON(map[string]any{"type": "done", "id": id, "variants": done, "checks": []any{}, "elapsed_ms": 1234.5})
 }
@@ -440,6 +444,7 @@ new MutationObserver(() => __statuses.push(document.querySelector("#%s .sim-stat
 return JSON.stringify({statuses: __statuses, models: f.querySelectorAll(".sim-summary td .model").length, errs: [...f.querySelectorAll(".sim-summary td .err")].map(e => e.textContent),
   compare: f.querySelectorAll(".sim-compare tbody tr").length, bad: f.querySelectorAll(".sim-compare tbody tr.bad").length,
   caption: f.querySelector(".sim-compare caption").textContent, noted: [...f.querySelectorAll(".sim-compare tbody tr[title]")].map(r => r.lastChild.textContent),
+  unsure: [...f.querySelectorAll(".sim-inconclusive")].map(p => p.textContent),
   measured: +f.querySelector('.sim-summary tr[data-metric="total_ms.p50"] td[data-variant="v2"]').dataset.value}); })()`, id), chromedp.WithPollingTimeout(60*time.Second)))
 	if err != nil {
 		t.Fatal(err)
@@ -456,6 +461,7 @@ return JSON.stringify({statuses: __statuses, models: f.querySelectorAll(".sim-su
 		Bad      int
 		Caption  string
 		Noted    []string
+		Unsure   []string
 		Measured float64
 	}
 	if err := json.Unmarshal([]byte(raw), &got); err != nil {
@@ -483,5 +489,10 @@ return JSON.stringify({statuses: __statuses, models: f.querySelectorAll(".sim-su
 	}
 	if !strings.Contains(got.Caption, "0.25 ms") {
 		t.Errorf("caption %q does not give the harness's overhead", got.Caption)
+	}
+	// The variant that missed on a busy machine is said to be
+	// inconclusive, in words, with the CPUs other programs took.
+	if len(got.Unsure) != 1 || !strings.Contains(got.Unsure[0], "variant 2: inconclusive") || !strings.Contains(got.Unsure[0], "1.84 CPUs") {
+		t.Errorf("inconclusive notes %q, want one for variant 2 with 1.84 CPUs", got.Unsure)
 	}
 }
