@@ -24,21 +24,27 @@ func TestDialBusy(t *testing.T) {
 	stop := busy()
 	defer stop()
 	const dials = 20
-	start := time.Now()
-	for range dials {
-		c, err := Dial(context.Background(), "tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
+	// Waiting for sysmon, 20 dials take about 200 ms; connecting from the
+	// kernel, a few milliseconds. Other programs that keep the machine
+	// busy can take the process's thread from it too: a slow round decides
+	// only on a quiet machine (decide).
+	decide(t, 1, 3, func() string {
+		start := time.Now()
+		for range dials {
+			c, err := Dial(context.Background(), "tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := c.(*net.TCPConn); !ok {
+				t.Fatalf("Dial returned a %T, not a *net.TCPConn", c)
+			}
+			c.Close()
 		}
-		if _, ok := c.(*net.TCPConn); !ok {
-			t.Fatalf("Dial returned a %T, not a *net.TCPConn", c)
+		if took := time.Since(start); took > 60*time.Millisecond {
+			return fmt.Sprintf("%d dials took %v with the process busy: each waited for the network poller", dials, took)
 		}
-		c.Close()
-	}
-	// Waiting for sysmon, 20 dials take about 200 ms.
-	if took := time.Since(start); took > 60*time.Millisecond {
-		t.Errorf("%d dials took %v with the process busy: each waited for the network poller", dials, took)
-	}
+		return ""
+	})
 }
 
 // closingListener listens on loopback and closes every connection it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -77,11 +78,11 @@ func TestPathRTT(t *testing.T) {
 	}
 	defer c.Close()
 	b := make([]byte, 64)
-	// A round is 40 pings. On a busy machine one round's median can miss
-	// the limit by a little: a round that misses is logged with the time
-	// this process's threads waited for a CPU in it, and the next round
-	// decides, three at most.
-	for round := 1; ; round++ {
+	// A round is 40 pings. On a busy machine a round's median can miss the
+	// limit: a round that misses is logged with the time this process's
+	// threads waited for a CPU in it, and the next round decides; three
+	// that miss on a quiet machine fail (decide).
+	decide(t, 3, 6, func() string {
 		before, _ := kernel.ReadUsage()
 		var errs []time.Duration
 		for i := range 40 {
@@ -101,15 +102,15 @@ func TestPathRTT(t *testing.T) {
 		if u := after.Sub(before); u.HasRunDelay {
 			wait = u.RunDelay.String()
 		}
-		t.Logf("round %d: round trip error median %v, p90 %v; threads waited %s for a CPU", round, med, errs[len(errs)*9/10], wait)
-		if med >= -50*time.Microsecond && med <= 300*time.Microsecond {
-			break
+		t.Logf("round trip error median %v, p90 %v; threads waited %s for a CPU", med, errs[len(errs)*9/10], wait)
+		switch {
+		case med < -50*time.Microsecond: // early: wrong however busy the machine is
+			t.Errorf("median round trip %v shorter than %v in 40 pings", med, rtt)
+		case med > 300*time.Microsecond:
+			return fmt.Sprintf("median round trip %v off %v (want within 0.3 ms) in 40 pings", med, rtt)
 		}
-		if round == 3 {
-			t.Errorf("median round trip %v off %v (want within 0.3 ms) in 3 rounds of 40", med, rtt)
-			break
-		}
-	}
+		return ""
+	})
 	st := time.Now()
 	c.Write([]byte("close"))
 	if n, err := c.Read(b); n != 0 || err != io.EOF {
@@ -119,4 +120,45 @@ func TestPathRTT(t *testing.T) {
 		t.Errorf("FIN came back after %v, before one RTT", d)
 	}
 	<-srvDone
+}
+
+// busyWindow is the shortest window over which a missed bound is judged
+// busy or quiet: /proc/stat counts in 10 ms ticks, too coarse for a round
+// of a few tens of milliseconds.
+const busyWindow = 250 * time.Millisecond
+
+// decide runs round, which measures against a time bound that a quiet
+// machine meets and returns "" when it met it, or what it measured, until a
+// round meets it. A round that missed while other programs kept the
+// machine busy (kernel.BusyDuring, over at least busyWindow) is logged and
+// tried again, rounds times at most, then the bound is reported, not
+// asserted; the test fails at the quiet-th round that missed on a quiet
+// machine. CONNLAB_STRICT_TIMING=1 counts every miss as quiet.
+func decide(t *testing.T, quiet, rounds int, round func() (miss string)) {
+	t.Helper()
+	for i := 1; i <= rounds; i++ {
+		var miss string
+		start := time.Now()
+		busy := kernel.BusyDuring(func() {
+			if miss = round(); miss != "" {
+				time.Sleep(busyWindow - time.Since(start))
+			}
+		})
+		if os.Getenv("CONNLAB_STRICT_TIMING") == "1" {
+			busy = ""
+		}
+		switch {
+		case miss == "":
+			return
+		case busy != "":
+			t.Logf("round %d: %s; not asserted: %s", i, miss, busy)
+			continue
+		}
+		if quiet--; quiet == 0 {
+			t.Errorf("round %d: %s", i, miss)
+			return
+		}
+		t.Logf("round %d: %s (on a quiet machine; the next round decides)", i, miss)
+	}
+	t.Logf("the bound missed in %d rounds while other programs kept the machine busy: not asserted", rounds)
 }

@@ -1,6 +1,7 @@
 package netem
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -51,7 +52,8 @@ func burstLateness() time.Duration {
 // burst of waits woke up tens of milliseconds late; TightenTimerSlack must
 // set every thread's slack to 1 ns, threads and child processes started
 // later included, and the burst must then be on time. The bound (10 ms) is
-// far above an idle machine's lateness and far below the slack's.
+// far above an idle machine's lateness and far below the slack's; two busy
+// loops beside the test have made a burst 19 ms late (onTimeBursts).
 func TestTightenTimerSlack(t *testing.T) {
 	const env = 50 * time.Millisecond
 	setAllSlacks(t, "50000000")
@@ -104,10 +106,22 @@ func TestTightenTimerSlack(t *testing.T) {
 	if got := strings.TrimSpace(string(out)); got != "1" {
 		t.Errorf("a child process's timer slack: %s ns, want 1", got)
 	}
+	onTimeBursts(t, "after TightenTimerSlack")
+}
+
+// onTimeBursts: three bursts of waits, each on time (its latest wait at
+// most 10 ms late). A burst whose threads other programs kept from the
+// CPUs can be later: a late burst decides only on a quiet machine, and on
+// a busy one is tried again (decide).
+func onTimeBursts(t *testing.T, what string) {
+	t.Helper()
 	for i := range 3 {
-		if late := burstLateness(); late > 10*time.Millisecond {
-			t.Errorf("burst %d: the latest wait was %v late after TightenTimerSlack", i, late)
-		}
+		decide(t, 1, 3, func() string {
+			if late := burstLateness(); late > 10*time.Millisecond {
+				return fmt.Sprintf("burst %d: the latest wait was %v late %s", i, late, what)
+			}
+			return ""
+		})
 	}
 }
 
@@ -140,9 +154,5 @@ func TestSlackLeftHandsOverEarly(t *testing.T) {
 	if got := handOver(); got != coarseMargin+50*time.Millisecond {
 		t.Fatalf("hand-over %v, want %v", got, coarseMargin+50*time.Millisecond)
 	}
-	for i := range 3 {
-		if late := burstLateness(); late > 10*time.Millisecond {
-			t.Errorf("burst %d: the latest wait was %v late under 50ms of slack", i, late)
-		}
-	}
+	onTimeBursts(t, "under 50ms of slack")
 }
