@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/pki"
 )
 
@@ -45,23 +46,38 @@ func TestSlowStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The quickest of three: the first connections of a process are slow.
-		d, n := time.Hour, int64(0)
-		for range 3 {
-			conn, err := net.Dial("tcp", up.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := time.Now()
-			io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-			n, _ = io.Copy(io.Discard, conn)
-			d = min(d, time.Since(st))
-			conn.Close()
-		}
-		up.Close()
+		// The emulated round trips are the least it takes on any machine;
+		// more than 3 ms over them fails only when other programs did not
+		// keep the machine busy meanwhile (the window then stretched to
+		// 250 ms, for /proc/stat's 10 ms ticks).
 		want := time.Duration(c.rounds) * rtt
+		d, n := time.Hour, int64(0)
+		start := time.Now()
+		busy := kernel.BusyDuring(func() {
+			for range 3 {
+				conn, err := net.Dial("tcp", up.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := time.Now()
+				io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+				n, _ = io.Copy(io.Discard, conn)
+				d = min(d, time.Since(st))
+				conn.Close()
+			}
+			if d > want+3*time.Millisecond {
+				time.Sleep(250*time.Millisecond - time.Since(start))
+			}
+		})
+		up.Close()
 		t.Logf("%d B: %d bytes in %v (want %v)", c.bytes, n, d, want)
-		if d < want-time.Millisecond || d > want+3*time.Millisecond {
+		switch {
+		case d < want-time.Millisecond:
+			t.Errorf("%d B took %v, less than %d round trips (%v)", c.bytes, d, c.rounds, want)
+		case d > want+3*time.Millisecond && busy == "":
 			t.Errorf("%d B took %v, want %d round trips (%v)", c.bytes, d, c.rounds, want)
+		case d > want+3*time.Millisecond:
+			t.Logf("%d B took %v, want %d round trips (%v); not asserted: %s", c.bytes, d, c.rounds, want, busy)
 		}
 	}
 }
