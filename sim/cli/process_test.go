@@ -134,10 +134,17 @@ func TestRunSignals(t *testing.T) {
 		{"blocks", syscall.SIGINT, 300 * time.Millisecond},
 		{"blocks", syscall.SIGINT, 2 * time.Second},
 		{"blocks", syscall.SIGHUP, time.Second},
+		// The probe's link: 10^9 thread slots (workers and threads each
+		// within their limits) once took gigabytes and ignored the signal.
+		{"huge", syscall.SIGINT, time.Second},
 	} {
 		t.Run(fmt.Sprintf("%s %v after %v", c.lab, c.sig, c.after), func(t *testing.T) {
 			var errb bytes.Buffer
-			cmd := exec.Command(sim, "run", labs[c.lab])
+			args := []string{"run", labs[c.lab]}
+			if c.lab == "huge" {
+				args = []string{"run", "--block", "race", "--set", "workers=10000", "--set", "threads=100000", "--set", "requests=10000000", "../../labs/idle-timeouts.md"}
+			}
+			cmd := exec.Command(sim, args...)
 			cmd.Stdout, cmd.Stderr = io.Discard, &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
