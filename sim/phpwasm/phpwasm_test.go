@@ -28,6 +28,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/harness/kernel"
 )
 
 const root = "../.."
@@ -398,6 +399,15 @@ func TestWithinScript(t *testing.T) {
 // TestIdle: the server closes a connection idle for 750 ms (75 s ÷ 100);
 // after an 800 ms pause the first call connects again, without an error,
 // and after a 600 ms pause it does not.
+//
+// Both hang on timers: the idle time the server sees is the pause plus
+// the next request's start-up in PHP (under 50 ms with two busy loops
+// beside the test), and the server closes when its own timer fires, some
+// 50 ms before the 800 ms pause's request. When other programs keep the
+// machine busy (kernel.BusyDuring) either can be late: the 800 ms pause's
+// request has met the close (it connected again, but the driver counted
+// no close by the server), and a start-up past 750 ms rightly loses the
+// 600 ms pause's connection. Then what missed is reported, not asserted.
 func TestIdle(t *testing.T) {
 	c := newCerts(t)
 	for _, tc := range []struct {
@@ -410,40 +420,49 @@ func TestIdle(t *testing.T) {
 			p := startDriver(t, c, up, opts{script: script(t, "persistent", &s), scenario: s})
 			var got []int
 			var ends, starts []int64
-			for r := 1; r <= 4; r++ {
-				if r == 3 {
-					time.Sleep(tc.pause)
+			busy := kernel.BusyDuring(func() {
+				for r := 1; r <= 4; r++ {
+					if r == 3 {
+						time.Sleep(tc.pause)
+					}
+					calls := p.serve(r)
+					if calls[0].ER != "" {
+						t.Errorf("request %d: %s", r, calls[0].ER)
+					}
+					got = append(got, connects(calls)...)
+					starts, ends = append(starts, calls[0].S), append(ends, calls[0].At)
 				}
-				calls := p.serve(r)
-				if calls[0].ER != "" {
-					t.Errorf("request %d: %s", r, calls[0].ER)
-				}
-				got = append(got, connects(calls)...)
-				starts, ends = append(starts, calls[0].S), append(ends, calls[0].At)
-			}
+			})
 			p.exit()
-			// The idle time the server saw is the pause plus the next
-			// request's start-up in PHP; on a machine so busy that it
-			// crosses 750 ms, the comparison means nothing.
-			if idle := time.Duration(starts[2] - ends[1]); tc.want[2] == 0 && idle > 700*time.Millisecond {
-				t.Skipf("machine too busy: the connection sat idle %v for a pause of %v", idle, tc.pause)
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("num_connects = %v, want %v", got, tc.want)
-			}
+			idle := time.Duration(starts[2] - ends[1])
+			t.Logf("the connection sat idle %v for a pause of %v", idle, tc.pause)
 			byServer := 0
 			for _, e := range p.events {
 				if e.K == sim.KindClose && e.BY == "server" {
 					byServer++
 				}
 			}
-			if want := tc.want[2]; byServer != want {
-				t.Errorf("%d close events by the server, want %d", byServer, want)
-			}
-			if t.Failed() {
+			// Past 700 ms the 600 ms pause's comparison means nothing: on a
+			// quiet machine the start-up itself is too slow.
+			slowStart := tc.want[2] == 0 && idle > 700*time.Millisecond
+			missed := slowStart || !slices.Equal(got, tc.want) || byServer != tc.want[2]
+			if missed {
 				for _, e := range p.events {
 					t.Logf("%s at %v conn %d start %v total %v by %s", e.K, time.Duration(e.At), e.N, time.Duration(e.S), time.Duration(e.T), e.BY)
 				}
+			}
+			if missed && busy != "" {
+				t.Skipf("num_connects %v (want %v), %d close events by the server (want %d) after %v idle; not asserted: %s",
+					got, tc.want, byServer, tc.want[2], idle, busy)
+			}
+			if slowStart {
+				t.Errorf("the connection sat idle %v for a pause of %v on a quiet machine: the request started slowly", idle, tc.pause)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("num_connects = %v, want %v", got, tc.want)
+			}
+			if want := tc.want[2]; byServer != want {
+				t.Errorf("%d close events by the server, want %d", byServer, want)
 			}
 		})
 	}
