@@ -300,7 +300,7 @@ func TestHugeThreadsRun(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 200<<20 {
 		t.Errorf("two runs of 1,000 workers × 100,000 threads allocated %d MB", got>>20)
 	}
-	send(t, c, runReq{Type: "run", ID: "n", Lab: "idle-timeouts", Block: "race"})
+	send(t, c, runReq{Type: "run", ID: "n", Lab: "idle-timeouts", Block: "race", Params: map[string]any{"requests": 20}})
 	if done, _ := until(t, c, "n", "done"); len(done.Variants) == 0 {
 		t.Errorf("a normal run after them: done %+v", done)
 	}
