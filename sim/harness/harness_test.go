@@ -281,6 +281,16 @@ func validateWith(t *testing.T, b *lab.Block, opt Options, phases bool) *BlockVa
 	if err != nil {
 		t.Fatal(err)
 	}
+	judgeValidation(t, b, bv, phases, nil)
+	return bv
+}
+
+// judgeValidation logs bv's variants and fails as validateWith says. When
+// timed is not nil, it says why a variant's counts may have missed by
+// timing alone ("" when they may not): then they are reported, not
+// asserted.
+func judgeValidation(t *testing.T, b *lab.Block, bv *BlockValidation, phases bool, timed func(*VariantComparison) string) {
+	t.Helper()
 	for _, v := range bv.Variants {
 		var rows []string
 		for _, p := range v.Phases {
@@ -330,6 +340,8 @@ func validateWith(t *testing.T, b *lab.Block, opt Options, phases bool) *BlockVa
 		switch {
 		case !ok && v.Verdict == VerdictInconclusive && !strictTiming():
 			t.Logf("%s/%s: inconclusive, not asserted (CONNLAB_STRICT_TIMING=1 asserts anyway): %s", b.ID, v.Name, v.Inconclusive)
+		case !countsOK && timed != nil && timed(v) != "":
+			t.Logf("%s/%s: counts differ from the model's: %s; not asserted: %s", b.ID, v.Name, v.Why, timed(v))
 		case !countsOK:
 			t.Errorf("%s/%s: counts differ from the model's: %s", b.ID, v.Name, v.Why)
 		case !ok && phases:
@@ -338,7 +350,6 @@ func validateWith(t *testing.T, b *lab.Block, opt Options, phases bool) *BlockVa
 			t.Logf("%s/%s: phases outside tolerance (reported, not asserted here)", b.ID, v.Name)
 		}
 	}
-	return bv
 }
 
 // knownDisagreements are the counts where the real run is known to differ
@@ -601,25 +612,66 @@ pause = "27s"
 	// 30 s ÷ 100 = 300 ms; the pause of 290 ms ends RTT/2 = 10 ms after
 	// the server's timer started, as it fires: the request arrives 10 ms
 	// after the server closed. A pause of 270 ms gets there 10 ms before.
-	bv := validate(t, b, testOptions())
+	//
+	// Which side of the close a request lands on hangs on those 10 ms: a
+	// harness that other programs keep from the CPUs for longer moves it
+	// across, and the counts follow (early: 3 races in 6 requests at a
+	// load of 9.5 on 2 CPUs, the harness 30 ms behind). Validate tries a
+	// variant three times; a count that missed in the last attempt while
+	// the machine was measured busy, or while the harness fell behind its
+	// own emulated network by the margin, is reported, not asserted.
+	const margin = 10 * time.Millisecond
+	var bv *BlockValidation
+	var err error
+	busy := busyDuring(func() { bv, err = Validate(context.Background(), b, testOptions(), DefaultTolerance, 2) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	timed := func(v *VariantComparison) string {
+		late := time.Duration(max(v.HarnessLagMS, v.HarnessWriteLagMS) * float64(time.Millisecond))
+		switch {
+		case busy != "":
+			return busy
+		case late >= margin && !strictTiming():
+			return fmt.Sprintf("the harness fell behind its own emulated network by %v, the race's margin is %v", late, margin)
+		}
+		return ""
+	}
+	judgeValidation(t, b, bv, true, timed)
 	for _, v := range bv.Variants {
 		if v.Measured == nil {
 			t.Fatalf("%s not run", v.Name)
 		}
 		m := v.Measured
+		// What a busy machine can move (whether a race happened) and what
+		// it cannot (what a race does: curl retries, a POST fails).
+		var miss string
 		switch v.Name {
 		case "curl":
-			if m.Races == 0 || m.Errors != 0 {
-				t.Errorf("curl: races %d errors %d, want races and no errors", m.Races, m.Errors)
+			if m.Errors != 0 {
+				t.Errorf("curl: races %d errors %d, want no errors", m.Races, m.Errors)
+			}
+			if m.Races == 0 {
+				miss = fmt.Sprintf("curl: races %d, want races", m.Races)
 			}
 		case "post":
-			if m.Errors == 0 || m.Errors != m.Races {
+			if m.Errors != m.Races {
 				t.Errorf("post: races %d errors %d, want each race an error", m.Races, m.Errors)
+			}
+			if m.Errors == 0 {
+				miss = fmt.Sprintf("post: races %d errors %d, want races", m.Races, m.Errors)
 			}
 		case "early":
 			if m.Races != 0 || m.Connects != 1 {
-				t.Errorf("early: races %d connects %d, want the connection reused", m.Races, m.Connects)
+				miss = fmt.Sprintf("early: races %d connects %d, want the connection reused", m.Races, m.Connects)
 			}
+		}
+		switch why := timed(v); {
+		case miss == "":
+		case why != "":
+			t.Logf("%s; not asserted: %s", miss, why)
+		default:
+			t.Errorf("%s", miss)
 		}
 	}
 }
