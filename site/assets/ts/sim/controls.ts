@@ -139,6 +139,9 @@ export class Field {
 
   set(v: unknown): void {
     const i = this.input;
+    // A value that is none of a select's options (from a link) is kept as
+    // one, so the run sends it and the model's refusal names it.
+    if (i instanceof HTMLSelectElement && ![...i.options].some((o) => o.value === String(v))) i.append(new Option(String(v), String(v)));
     if (this.c.kind === "bool") (i as HTMLInputElement).checked = v === true || v === "true";
     else i.value = this.show(v);
     this.syncSlider();
@@ -163,6 +166,8 @@ export class Field {
       if (!isFinite(n)) msg = c.kind === "duration" ? c.key + ": 12ms, 1.5s, 2m…" : c.key + ": a number";
       else if (c.kind === "int" && !Number.isInteger(n)) msg = c.key + ": a whole number";
       else if (n < lo || n > hi) msg = c.key + ": " + (c.min ?? "") + " … " + (c.max ?? "");
+    } else if (c.kind === "enum" && c.enum && !c.enum.includes(String(v))) {
+      msg = c.key + ": " + c.enum.join(", ");
     }
     this.mark(msg);
     return msg === "";
