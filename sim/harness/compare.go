@@ -375,6 +375,11 @@ type VariantComparison struct {
 	// AppTimeMS: app_time as the model was given it (the block's, and the
 	// runtime's own cost of a request).
 	AppTimeMS float64 `json:"app_time_ms,omitempty"`
+	// MeasuredCostMS is what this run's measurements of the client's CPU
+	// added to a call in the model, all the keys above together: on a busy
+	// machine they come out larger, and the model slower by up to that
+	// much (verdict.go).
+	MeasuredCostMS float64 `json:"measured_cost_ms,omitempty"`
 	// Settings are the variant's keys as the lab writes them
 	// (lab.Block.Settings), so a record of the run knows what ran.
 	Settings string `json:"settings"`
@@ -598,6 +603,10 @@ func compareVariant(vc *VariantComparison, mv, rv *lab.VariantResult, vp *Varian
 		sc := rv.Scenario
 		vc.ConnectCPUMS, vc.HandshakeCPUMS, vc.ClientCPUMS, vc.ClientReadCPUMS = ms(sc.ConnectCPU), ms(sc.HandshakeCPU), ms(sc.ClientCPU), ms(sc.ClientReadCPU)
 		vc.ResumeCPUMS, vc.DropCPUMS, vc.AppTimeMS = ms(sc.ResumeCPU), ms(sc.DropCPU), ms(sc.AppTime)
+		cost := func(s *sim.Scenario) time.Duration {
+			return s.ConnectCPU + s.HandshakeCPU + s.ResumeCPU + s.ClientCPU + s.ClientReadCPU + s.DropCPU + s.AppTime
+		}
+		vc.MeasuredCostMS = ms(max(0, cost(sc)-cost(&vp.Scenario)))
 	}
 	switch {
 	case vp.Rejected != "" && info.RealError == "" && (rv.Summary == nil || info.StandIn != ""):

@@ -128,7 +128,9 @@ func (vc *VariantComparison) judgeBusy(busy func() string) {
 
 // timingOnly says what in vc missed that a busy machine cannot explain:
 // a count compared exactly (it does not depend on timing), a phase
-// measured quicker than the model (a busy machine only adds time), or a
+// measured quicker than the model by more than the client's CPU costs the
+// run measured for the model (a busy machine only adds time, to the run
+// and to those measurements), or a
 // stack's count that misses even scaled to the requests the window
 // measured. A stack's throughput may miss either way: its model is fitted
 // to the calibration window's costs and background, so a machine busier
@@ -141,8 +143,11 @@ func (vc *VariantComparison) timingOnly() string {
 		}
 	}
 	for _, p := range vc.Phases {
-		if !p.OK && p.MeasuredMS < p.ModelMS {
-			return fmt.Sprintf("%s %.3f ms is quicker than the model's %.3f ms by more than the tolerance: a busy machine only adds time", p.Phase, p.MeasuredMS, p.ModelMS)
+		// The model itself may be slower by what the run measured of the
+		// client's CPU on the busy machine (MeasuredCostMS); by more, it
+		// was not the machine.
+		if !p.OK && p.MeasuredMS < p.ModelMS && p.ModelMS-p.MeasuredMS-p.ToleranceMS > vc.MeasuredCostMS {
+			return fmt.Sprintf("%s %.3f ms is quicker than the model's %.3f ms by more than the tolerance and the %.3f ms of CPU this run measured for the model: a busy machine only adds time", p.Phase, p.MeasuredMS, p.ModelMS, vc.MeasuredCostMS)
 		}
 	}
 	if vc.Chain == nil || vc.Model == nil || vc.Measured == nil || vc.Model.Requests == 0 {

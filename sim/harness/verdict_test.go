@@ -37,11 +37,15 @@ func TestVerdicts(t *testing.T) {
 		{"slower, busy", slower, busy, false, VerdictInconclusive, "other programs used 1.80 CPUs"},
 		{"slower, others within the ticks", slower, short, false, VerdictDisagree, ""},
 		{"quicker, busy", quicker, busy, false, VerdictDisagree, "a busy machine only adds time"},
+		{"quicker within the measured costs, busy", quicker, busy, false, VerdictInconclusive, "machine busy"},
 		{"a connection more, busy", moreConns, busy, false, VerdictDisagree, "does not depend on how busy"},
 		{"a connection more, timing variant, busy", &sim.Summary{Requests: 10, Calls: 10, Connects: 5, Total: sim.Stat{P50: 20.2}}, busy, true, VerdictInconclusive, "machine busy"},
 	}
 	for _, c := range cases {
 		vc := &VariantComparison{Name: "v", Model: model, Measured: c.measured}
+		if strings.Contains(c.name, "measured costs") {
+			vc.MeasuredCostMS = 6 // the model given 6 ms of CPU a call measured on the busy machine
+		}
 		vc.Phases = ComparePhases(model, c.measured, DefaultTolerance)
 		vc.Counts = CompareCounts(model, c.measured, c.timing, false, false)
 		vc.OK = true

@@ -56,8 +56,9 @@ type labProc struct {
 	use      *wire.StartUse
 	useGen   int
 	useTimer *time.Timer
-	// shareAt: the machine's and the run's CPU time just before the run
-	// (see settle), for what other programs took during it (wire.Share)
+	// shareAt: the machine's and the run's CPU time when the process
+	// began, for what other programs took during the run and the
+	// measurements before it (wire.Share)
 	shareAt kernel.Share
 	shareOK bool
 
@@ -235,6 +236,10 @@ func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 		return nil, err
 	}
 	lp.exe = exe
+	// The machine's share from here: the measurements the model is given
+	// (a TLS handshake's CPU, the workers' warm-up measures) are made on
+	// the same machine as the run, and a busy one skews both.
+	lp.shareAt, lp.shareOK = kernel.ReadShare(lp.job.ParentPID)
 	lp.start(time.Now())
 	if slackErr != nil {
 		rep.Notes = append(rep.Notes, "the processes' timer slack could not be lowered ("+slackErr.Error()+"): timed waits in the kernel may end that much late")
@@ -364,7 +369,7 @@ func (lp *labProc) runWorkers(ctx context.Context, rep *wire.Report, cleanup *[]
 		}
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("%d worker process(es), pid namespace: %v", s.Workers, lp.job.Isolated))
-	lp.settle()
+	settle(labWarmHeap)
 	lp.start(time.Now().Add(dispatchLead)) // the first jobs leave now
 	smp := kernel.StartSampler(serverPort, 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, lead: dispatchLead, serve: func(ctx context.Context, r *request) bool {
@@ -394,14 +399,6 @@ func (lp *labProc) setPorts(rep *wire.Report) error {
 	}
 	rep.Components = append(rep.Components, fmt.Sprintf("private network namespace: ip_local_port_range %d-%d, tcp_tw_reuse %d", s.PortRange.Lo, s.PortRange.Hi, job.KernelTWReuse))
 	return nil
-}
-
-// settle readies the process for a run's start (see settle) and reads the
-// machine's and the run's CPU time first: walking the run's processes
-// takes a millisecond or so, which the run's time 0 must not wait for.
-func (lp *labProc) settle() {
-	lp.shareAt, lp.shareOK = kernel.ReadShare(lp.job.ParentPID)
-	settle(labWarmHeap)
 }
 
 func (lp *labProc) finish(rep *wire.Report, smp *kernel.Sampler) (*wire.Report, error) {

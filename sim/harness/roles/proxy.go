@@ -82,7 +82,7 @@ func (lp *labProc) runProxy(ctx context.Context, rep *wire.Report, cleanup *[]fu
 	if err := users.connect(ctx); err != nil {
 		return nil, err
 	}
-	lp.settle()
+	settle(labWarmHeap)
 	lp.start(time.Now())
 	smp := kernel.StartSampler(up.Port(), 20*time.Millisecond, lp.since, lp.emit)
 	gen := &loadGen{s: s, lp: lp, netRTT: true, serve: users.serve}

@@ -220,8 +220,9 @@ type Report struct {
 	Share *Share `json:"share,omitempty"`
 }
 
-// Share is what the machine's CPUs did from just before a run's start to
-// its end (kernel.ShareUse): their busy time (processes' and steal), the
+// Share is what the machine's CPUs did from the lab process's start (the
+// measurements the model is given are made then) to the run's end
+// (kernel.ShareUse): their busy time (processes' and steal), the
 // part the run's own processes used (the lab process, everything it
 // started, and its parent), and the rest, other programs', as an average
 // number of CPUs. Each process's time reads in whole ticks (10 ms).
