@@ -141,7 +141,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 
 	if teacher {
-		c.dirty <- struct{}{}
+		// The first state: not a blocking send, since a change another
+		// goroutine announced since the registration above may already
+		// have filled dirty (whose reader starts below).
+		c.changed()
 		updaterDone := make(chan struct{})
 		go func() {
 			defer close(updaterDone)
