@@ -40,6 +40,10 @@ func TestVerdicts(t *testing.T) {
 		{"quicker within the measured costs, busy", quicker, busy, false, VerdictInconclusive, "machine busy"},
 		{"a connection more, busy", moreConns, busy, false, VerdictDisagree, "does not depend on how busy"},
 		{"a connection more, timing variant, busy", &sim.Summary{Requests: 10, Calls: 10, Connects: 5, Total: sim.Stat{P50: 20.2}}, busy, true, VerdictInconclusive, "machine busy"},
+		// A request that met the server's close retried on a new
+		// connection: which side of the close it landed on is timing.
+		{"a race more, busy", &sim.Summary{Requests: 10, Calls: 10, Connects: 2, Races: 1, Total: sim.Stat{P50: 20.2}}, busy, false, VerdictInconclusive, "machine busy"},
+		{"a race more, quiet", &sim.Summary{Requests: 10, Calls: 10, Connects: 2, Races: 1, Total: sim.Stat{P50: 20.2}}, quiet, false, VerdictDisagree, ""},
 	}
 	for _, c := range cases {
 		vc := &VariantComparison{Name: "v", Model: model, Measured: c.measured}
