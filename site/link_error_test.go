@@ -26,7 +26,7 @@ func TestBrowserLinkBadValue(t *testing.T) {
 		}{
 			{"race.rtt=-5ms", []string{"rtt", "-5ms"}},
 			{"race.workers=abc", []string{"workers", "abc"}},
-			{"race.mss=10", []string{"mss", "10"}}, // a key without a control
+			{"race.mss=10", []string{"mss", "10"}},       // a key without a control
 			{"race.tls=bogus", []string{"tls", "bogus"}}, // none of a select's options
 		} {
 			t.Run(host.name+"/"+c.query, func(t *testing.T) {
