@@ -98,6 +98,16 @@ func TestVerdictsStack(t *testing.T) {
 		{"slower, quiet", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 700)}, quietWindow, VerdictDisagree},
 		// A connection more per request: off per request as well.
 		{"a connection more a request, busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 1400)}, busyWindow, VerdictDisagree},
+		// The model keeps connections where the real hop opens one a
+		// request.
+		{"no reuse where the model keeps them, busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 200, 700)}, busyWindow, VerdictDisagree},
+		// A hop that keeps its connections grew its pool more under
+		// stalls (stack-connections/tiers: 0.215 a request in the model,
+		// 0.274 measured on a busy machine).
+		{"a kept hop's pool grew, busy", 975, []ChainRow{row("throughput_rps", 500, 487), row("connects", 215, 267)}, busyWindow, VerdictInconclusive},
+		{"a kept hop's pool grew, quiet", 975, []ChainRow{row("throughput_rps", 500, 487), row("connects", 215, 267)}, quietWindow, VerdictDisagree},
+		// Each side's TIME_WAIT is a close race: it may move.
+		{"the close race moved, busy", 1000, []ChainRow{row("throughput_rps", 500, 500), {Hop: "app", Side: "server", Metric: "time_wait", Model: 300, Measured: 420, Allowed: "±15%"}}, busyWindow, VerdictInconclusive},
 		// The calibration window busier than the measured one: the model,
 		// fitted to it, is the slower.
 		{"quicker, calibration busy", 1300, []ChainRow{row("throughput_rps", 500, 650), row("connects", 1000, 1300)}, busyCalibration, VerdictInconclusive},
