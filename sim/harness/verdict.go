@@ -35,7 +35,7 @@ func busyShare(sh *wire.Share) string {
 		return ""
 	}
 	ms := func(x float64) time.Duration { return time.Duration(x * 1e6) }
-	if !kernel.Busy(max(0, ms(sh.MachineCPUMS-sh.RunCPUMS)), ms(sh.WallMS), sh.Procs) {
+	if !kernel.Busy(ms(sh.OthersCPUMS+sh.StealMS), ms(sh.WallMS), sh.OthersProcs) {
 		return ""
 	}
 	return sh.String()

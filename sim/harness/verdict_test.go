@@ -18,10 +18,10 @@ func TestVerdicts(t *testing.T) {
 	quicker := &sim.Summary{Requests: 10, Calls: 10, Connects: 1, Total: sim.Stat{P50: 14}}
 	right := &sim.Summary{Requests: 10, Calls: 10, Connects: 1, Total: sim.Stat{P50: 20.2}}
 	moreConns := &sim.Summary{Requests: 10, Calls: 10, Connects: 2, Total: sim.Stat{P50: 20.2}}
-	busy := &wire.Share{WallMS: 1000, MachineCPUMS: 1900, RunCPUMS: 100, Procs: 3, OthersCPUs: 1.8}
-	quiet := &wire.Share{WallMS: 1000, MachineCPUMS: 130, RunCPUMS: 100, Procs: 3, OthersCPUs: 0.03}
+	busy := &wire.Share{WallMS: 1000, RunCPUMS: 100, Procs: 3, OthersCPUMS: 1800, OthersProcs: 2, OthersCPUs: 1.8}
+	quiet := &wire.Share{WallMS: 1000, RunCPUMS: 100, Procs: 3, OthersCPUMS: 30, OthersProcs: 3, OthersCPUs: 0.03}
 	// A short run whose "others" are within the ticks' resolution.
-	short := &wire.Share{WallMS: 100, MachineCPUMS: 80, RunCPUMS: 40, Procs: 6, OthersCPUs: 0.4}
+	short := &wire.Share{WallMS: 100, RunCPUMS: 40, Procs: 3, OthersCPUMS: 40, OthersProcs: 4, OthersCPUs: 0.4}
 	cases := []struct {
 		name     string
 		measured *sim.Summary

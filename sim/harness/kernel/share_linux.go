@@ -9,21 +9,16 @@ import (
 	"time"
 )
 
-// ReadShare reads the machine's CPU time (/proc/stat) and the run's: this
-// process (getrusage, to the microsecond, with the children it waited
-// for), the processes below it (/proc/PID/task/*/children, each one's
-// /proc/PID/stat: its own and its waited-for children's time, in ticks)
-// and the extra processes by PID (their own time only). ok is false when
-// the machine's time cannot be read. A process below this one that ended
-// and was waited for is counted by its parent; one that ended and was not
-// (a namespace's last processes, killed with it) takes its time with it.
+// ReadShare reads the run's CPU time and every other program's: the run is
+// this process (getrusage, to the microsecond, with the children it
+// waited for), the processes below it (/proc/PID/task/*/children) and the
+// extra processes by PID; every other process in /proc but the kernel's
+// own threads is another program's. ok is false when /proc cannot be
+// read. A process's time is its user and system time with its waited-for
+// children's (/proc/PID/stat, in ticks); an extra process's its own only.
 func ReadShare(extra ...int) (s Share, ok bool) {
-	b, err := os.ReadFile("/proc/stat")
+	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return Share{}, false
-	}
-	s.Machine, s.Steal, ok = parseMachine(b)
-	if !ok {
 		return Share{}, false
 	}
 	var self, kids syscall.Rusage
@@ -31,7 +26,9 @@ func ReadShare(extra ...int) (s Share, ok bool) {
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
 	s.Run = time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
 	s.Procs = 1
-	seen := map[int]bool{}
+	// This process as /proc numbers it: in a PID namespace of its own
+	// (a lab process) getpid says 1, the host's /proc its host PID.
+	run := map[int]bool{selfPID(): true}
 	var walk func(pid string)
 	walk = func(pid string) {
 		tasks, err := os.ReadDir("/proc/" + pid + "/task")
@@ -45,12 +42,12 @@ func ReadShare(extra ...int) (s Share, ok bool) {
 			}
 			for _, f := range strings.Fields(string(c)) {
 				child, err := strconv.Atoi(f)
-				if err != nil || seen[child] {
+				if err != nil || run[child] {
 					continue
 				}
-				seen[child] = true
-				if d, ok := procCPU(f, true); ok {
-					s.Run += d
+				run[child] = true
+				if p, ok := readProc(f); ok {
+					s.Run += p.cpu
 					s.Procs++
 				}
 				walk(f)
@@ -59,73 +56,86 @@ func ReadShare(extra ...int) (s Share, ok bool) {
 	}
 	walk("self")
 	for _, pid := range extra {
-		if pid <= 0 || seen[pid] || pid == os.Getpid() {
+		if pid <= 0 || run[pid] {
 			continue
 		}
-		if d, ok := procCPU(strconv.Itoa(pid), false); ok {
-			s.Run += d
+		run[pid] = true
+		if p, ok := readProc(strconv.Itoa(pid)); ok {
+			s.Run += p.own
 			s.Procs++
 		}
+	}
+	s.others = map[procKey]time.Duration{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || run[pid] {
+			continue
+		}
+		if p, ok := readProc(e.Name()); ok && !p.kthread {
+			s.others[procKey{pid, p.start}] = p.cpu
+		}
+	}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		s.Steal, _ = parseSteal(b)
 	}
 	s.At = time.Now()
 	return s, true
 }
 
-// procCPU reads a process's user and system time from /proc/PID/stat,
-// with its waited-for children's when kids is set.
-func procCPU(pid string, kids bool) (time.Duration, bool) {
+// selfPID is this process's PID as /proc numbers it.
+func selfPID() int {
+	if l, err := os.Readlink("/proc/self"); err == nil {
+		if pid, err := strconv.Atoi(l); err == nil {
+			return pid
+		}
+	}
+	return os.Getpid()
+}
+
+// proc is what ReadShare reads of a process.
+type proc struct {
+	own, cpu time.Duration // user and system time; with its waited-for children's
+	start    int64         // when it started, in ticks since boot
+	kthread  bool          // one of the kernel's own threads
+}
+
+// readProc reads /proc/PID/stat.
+func readProc(pid string) (proc, bool) {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0, false
+		return proc{}, false
 	}
-	return parseProcCPU(b, kids)
+	return parseProc(b)
 }
 
-// parseProcCPU reads utime and stime (and cutime, cstime with kids), the
-// 14th to 17th fields of a /proc/PID/stat line, after the command name in
-// parentheses (which may hold spaces and parentheses itself).
-func parseProcCPU(stat []byte, kids bool) (time.Duration, bool) {
+// pfKthread is the flags bit of a kernel thread (PF_KTHREAD).
+const pfKthread = 0x00200000
+
+// parseProc reads a /proc/PID/stat line: after the command name in
+// parentheses (which may hold spaces and parentheses itself), the 9th
+// field is flags, the 14th to 17th utime, stime, cutime and cstime, the
+// 22nd starttime.
+func parseProc(stat []byte) (proc, bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, false
+		return proc{}, false
 	}
 	f := bytes.Fields(stat[i+1:]) // f[0] is the 3rd field, state
-	if len(f) < 15 {
-		return 0, false
+	if len(f) < 20 {
+		return proc{}, false
 	}
-	n := 2
-	if kids {
-		n = 4
-	}
-	var ticks int64
-	for _, v := range f[11 : 11+n] {
-		x, err := strconv.ParseInt(string(v), 10, 64)
+	var v [5]int64
+	for j, k := range []int{11, 12, 13, 14, 19} {
+		x, err := strconv.ParseInt(string(f[k]), 10, 64)
 		if err != nil {
-			return 0, false
+			return proc{}, false
 		}
-		ticks += x
+		v[j] = x
 	}
-	return time.Duration(ticks) * time.Second / userHZ, true
-}
-
-// parseMachine reads /proc/stat's first line, "cpu user nice system idle
-// iowait irq softirq steal …" in ticks of all CPUs: the busy time of
-// processes (user, nice, system) and steal. ok is false without steal's
-// field (a kernel before 2.6.11).
-func parseMachine(stat []byte) (busy, steal time.Duration, ok bool) {
-	line, _, _ := bytes.Cut(stat, []byte("\n"))
-	f := bytes.Fields(line)
-	if len(f) < 9 || string(f[0]) != "cpu" {
-		return 0, 0, false
-	}
-	var v [8]int64
-	for i := range v {
-		x, err := strconv.ParseInt(string(f[i+1]), 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		v[i] = x
+	flags, err := strconv.ParseUint(string(f[6]), 10, 64)
+	if err != nil {
+		return proc{}, false
 	}
 	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
-	return tick(v[0] + v[1] + v[2] + v[7]), tick(v[7]), true
+	return proc{own: tick(v[0] + v[1]), cpu: tick(v[0] + v[1] + v[2] + v[3]), start: v[4], kthread: flags&pfKthread != 0}, true
 }

@@ -410,8 +410,8 @@ func (lp *labProc) finish(rep *wire.Report, smp *kernel.Sampler) (*wire.Report, 
 	if end, ok := kernel.ReadShare(lp.job.ParentPID); ok && lp.shareOK {
 		u := end.Sub(lp.shareAt)
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		rep.Share = &wire.Share{WallMS: ms(u.Wall), MachineCPUMS: ms(u.Machine), RunCPUMS: ms(u.Run), StealMS: ms(u.Steal),
-			Procs: u.Procs, OthersCPUs: math.Round(u.OthersCPUs()*100) / 100}
+		rep.Share = &wire.Share{WallMS: ms(u.Wall), RunCPUMS: ms(u.Run), Procs: u.Procs, OthersCPUMS: ms(u.Others), OthersProcs: u.OtherProcs,
+			StealMS: ms(u.Steal), OthersCPUs: math.Round(u.OthersCPUs()*100) / 100}
 	}
 	lp.noteLag(netem.TakeLag())
 	u, ok := kernel.ReadUsage()

@@ -220,26 +220,28 @@ type Report struct {
 	Share *Share `json:"share,omitempty"`
 }
 
-// Share is what the machine's CPUs did from the lab process's start (the
-// measurements the model is given are made then) to the run's end
-// (kernel.ShareUse): their busy time (processes' and steal), the
-// part the run's own processes used (the lab process, everything it
-// started, and its parent), and the rest, other programs', as an average
-// number of CPUs. Each process's time reads in whole ticks (10 ms).
+// Share is what the run's processes and other programs used of the CPUs
+// from the lab process's start (the measurements the model is given are
+// made then) to the run's end (kernel.ShareUse): the run's (the lab
+// process, everything it started, and its parent), other programs'
+// (OthersProcs of them used any) and steal, and other programs' with steal
+// as an average number of CPUs. Each process's time reads in whole ticks
+// (10 ms).
 type Share struct {
-	WallMS       float64 `json:"wall_ms"`
-	MachineCPUMS float64 `json:"machine_cpu_ms"`
-	RunCPUMS     float64 `json:"run_cpu_ms"`
-	StealMS      float64 `json:"steal_ms"`
-	Procs        int     `json:"procs"`
-	OthersCPUs   float64 `json:"others_cpus"`
+	WallMS      float64 `json:"wall_ms"`
+	RunCPUMS    float64 `json:"run_cpu_ms"`
+	Procs       int     `json:"procs"`
+	OthersCPUMS float64 `json:"others_cpu_ms"`
+	OthersProcs int     `json:"others_procs"`
+	StealMS     float64 `json:"steal_ms"`
+	OthersCPUs  float64 `json:"others_cpus"`
 }
 
 // String is the share for a line of output.
 func (s *Share) String() string {
-	str := fmt.Sprintf("other programs used %.2f CPUs on average during the run (the machine's CPUs were busy %.0f ms in %.0f ms, the run's %d processes used %.0f ms of it", s.OthersCPUs, s.MachineCPUMS, s.WallMS, s.Procs, s.RunCPUMS)
+	str := fmt.Sprintf("other programs used %.2f CPUs on average during the run (%.0f ms of CPU in %.0f ms, %d processes; the run's %d processes %.0f ms", s.OthersCPUs, s.OthersCPUMS+s.StealMS, s.WallMS, s.OthersProcs, s.Procs, s.RunCPUMS)
 	if s.StealMS > 0 {
-		str += fmt.Sprintf("; the host took %.0f ms (steal)", s.StealMS)
+		str += fmt.Sprintf("; the host took %.0f ms of it (steal)", s.StealMS)
 	}
 	return str + ")"
 }
