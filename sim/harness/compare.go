@@ -245,7 +245,13 @@ func CompareCounts(model, measured *sim.Summary, timing, overlap, kernelSpread b
 	} else {
 		exact("server_time_wait_peak", model.ServerTimeWaitPeak, measured.ServerTimeWaitPeak)
 	}
-	exact("errors", model.Errors, measured.Errors)
+	if timing {
+		// A pool that refuses a call when full (pool_full = error) fails
+		// as often as its calls overlap, which is timing too.
+		near("errors", model.Errors, measured.Errors)
+	} else {
+		exact("errors", model.Errors, measured.Errors)
+	}
 	exact("port_errors", model.PortErrors, measured.PortErrors)
 	exact("races", model.Races, measured.Races)
 	return rows

@@ -94,7 +94,8 @@ const scalingRules = `How a block is scaled to run for real (the model runs the 
   7. Counts (num_connects, connects per worker, TIME_WAIT, EADDRNOTAVAIL, errors,
      races) must be equal, except where several requests overlap on a pool or
      upstream keep-alive cache: how many connections the pool grows to then
-     depends on timing, and connects/TIME_WAIT are compared within ±max(2, 10%).
+     depends on timing, and connects/TIME_WAIT are compared within ±max(2, 10%),
+     as are the errors of a pool that refuses a call when it is full.
      With nginx the kernel, not a rule, spreads connections over its workers:
      connects per worker is shown, not compared; its log's times are whole
      milliseconds, allowed on top of the tolerance. With tcp_tw_reuse, how many
