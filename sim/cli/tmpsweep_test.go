@@ -89,7 +89,9 @@ func TestKilledRealRunSwept(t *testing.T) {
 		}
 	}
 
-	next := exec.Command(sim, "validate", "--real", "none", short)
+	// The next run's verdict is not what this test holds (a busy machine
+	// would make it inconclusive, exit 2): a wide tolerance keeps it out.
+	next := exec.Command(sim, "validate", "--real", "none", "--tolerance", "1000%,1s", short)
 	next.Env = env
 	if b, err := next.CombinedOutput(); err != nil {
 		t.Fatalf("the next real run: %v\n%s", err, b)
