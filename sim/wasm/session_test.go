@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -373,5 +374,43 @@ func (s *session) loadFile(t *testing.T, name, lang, file string) {
 	out := s.handle(t, labMessage(t, name, lang, file))
 	if len(out) != 1 || msgType(out[0]) != "lab" {
 		t.Fatalf("lab %s: %s", file, out)
+	}
+}
+
+// The probe's message (workers and threads each within their limits, 10^8
+// thread slots together) once held the page's worker for 42 s and took
+// gigabytes: the worker answers it with little memory, and a cancel that
+// arrives while it runs stops it.
+func TestHugeThreads(t *testing.T) {
+	s := newSession()
+	s.load(t, "idle-timeouts", "en", "labs/idle-timeouts.md")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := s.handle(t, map[string]any{"type": "run", "id": "h", "lab": "idle-timeouts", "block": "race",
+		"params": map[string]any{"requests": 1, "workers": 1000, "threads": 100000}})
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("1000 workers × 100000 threads allocated %d MB for one request", got>>20)
+	}
+	if len(out) == 0 || msgType(out[len(out)-1]) != "done" {
+		t.Errorf("the run ended with %s, want done", out[len(out)-1:])
+	}
+
+	var c *Session
+	var cout []json.RawMessage
+	yields := 0
+	c = New(func(b []byte) { cout = append(cout, append(json.RawMessage(nil), b...)) }, func() {
+		if yields++; yields == 1 {
+			c.Handle([]byte(`{"type":"cancel","id":"c"}`))
+		}
+	})
+	b, _ := json.Marshal(labMessage(t, "idle-timeouts", "en", filepath.Join("..", "..", "labs", "idle-timeouts.md")))
+	c.Handle(b)
+	c.Handle([]byte(`{"type":"run","id":"c","lab":"idle-timeouts","block":"race","params":{"requests":200000,"workers":1000,"threads":100000}}`))
+	var e outError
+	json.Unmarshal(cout[len(cout)-1], &e)
+	if yields == 0 || e.Type != "error" || e.Message != "cancelled" {
+		t.Errorf("after %d yields the last reply is %s; want the run cancelled at the first", yields, cout[len(cout)-1])
 	}
 }
