@@ -40,6 +40,11 @@ type ChainRow struct {
 	// not held to a tolerance.
 	Allowed string `json:"allowed"`
 	OK      bool   `json:"ok"`
+	// perCall: the hop's connecting side opens a connection for every
+	// call in the model's scenario (reuse = none; for the first hop, the
+	// load without client_keepalive), so its connects follow the requests
+	// one for one however busy the machine was.
+	perCall bool
 }
 
 // RaceShare is who closed first on a hop whose connections ended with
@@ -68,6 +73,19 @@ type ChainComparison struct {
 	// CPUPerRequestMS: each tier's CPU per request in the measured window
 	// and in the model given the calibrated costs.
 	CPUPerRequestMS map[string][2]float64 `json:"cpu_per_request_ms,omitempty"`
+}
+
+// opensPerCall reports whether hop i of sc's chain (the hop into tier i)
+// opens a connection for every call: its connecting side, the load for the
+// first hop and tier i-1 for the others, keeps none.
+func opensPerCall(sc *sim.Scenario, i int) bool {
+	switch {
+	case sc == nil || i < 0 || i > len(sc.Tiers):
+		return false
+	case i == 0:
+		return !sc.ClientKeepalive
+	}
+	return sc.TierScenario(i-1).Reuse == sim.ReuseNone
 }
 
 // compareChain fills vc from a stack variant's model and measured
@@ -110,12 +128,13 @@ func compareChain(vc *VariantComparison, mv, rv *lab.VariantResult, info *Varian
 	shown("", "latency_p50_ms", m.Total.P50, r.Total.P50)
 	shown("", "latency_p90_ms", m.Total.P90, r.Total.P90)
 	shown("", "latency_p99_ms", m.Total.P99, r.Total.P99)
-	for _, name := range m.Chain {
+	for i, name := range m.Chain {
 		mh, rh := m.Hop[name], r.Hop[name]
 		if mh == nil || rh == nil {
 			continue
 		}
 		held(name, "", "connects", float64(mh.Connects), float64(rh.Connects), StackSlack)
+		cc.Rows[len(cc.Rows)-1].perCall = opensPerCall(mv.Scenario, i)
 		held(name, "client", "time_wait", float64(mh.TimeWaitClient), float64(rh.TimeWaitClient), StackSlack)
 		held(name, "server", "time_wait", float64(mh.TimeWaitServer), float64(rh.TimeWaitServer), StackSlack)
 		held(name, "both", "time_wait", float64(mh.Simultaneous), float64(rh.Simultaneous), StackSlack)

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,8 @@ func TestVerdictsStack(t *testing.T) {
 		ok := r >= m*0.85 && r <= m*1.15
 		return ChainRow{Hop: "app", Metric: metric, Model: m, Measured: r, Allowed: "±15%", OK: ok}
 	}
+	// perCall: the hop's connecting side keeps no connection.
+	perCall := func(c ChainRow) ChainRow { c.perCall = true; return c }
 	busyWindow := &stack.Result{BackgroundCPU: 1.6, MachineCPUMS: 3000, DurationS: 2}
 	busyCalibration := &stack.Result{BackgroundCPU: 0.05, Calibration: &stack.Result{BackgroundCPU: 1.2, DurationS: 1}}
 	quietWindow := &stack.Result{BackgroundCPU: 0.08, Calibration: &stack.Result{BackgroundCPU: 0.1}}
@@ -93,11 +96,11 @@ func TestVerdictsStack(t *testing.T) {
 		want     string
 	}{
 		// Fewer requests in the window, connects in proportion.
-		{"slower, busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 700)}, busyWindow, VerdictInconclusive},
-		{"slower, calibration busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 700)}, busyCalibration, VerdictInconclusive},
-		{"slower, quiet", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 700)}, quietWindow, VerdictDisagree},
+		{"slower, busy", 700, []ChainRow{row("throughput_rps", 500, 350), perCall(row("connects", 1000, 700))}, busyWindow, VerdictInconclusive},
+		{"slower, calibration busy", 700, []ChainRow{row("throughput_rps", 500, 350), perCall(row("connects", 1000, 700))}, busyCalibration, VerdictInconclusive},
+		{"slower, quiet", 700, []ChainRow{row("throughput_rps", 500, 350), perCall(row("connects", 1000, 700))}, quietWindow, VerdictDisagree},
 		// A connection more per request: off per request as well.
-		{"a connection more a request, busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 1000, 1400)}, busyWindow, VerdictDisagree},
+		{"a connection more a request, busy", 700, []ChainRow{row("throughput_rps", 500, 350), perCall(row("connects", 1000, 1400))}, busyWindow, VerdictDisagree},
 		// The model keeps connections where the real hop opens one a
 		// request.
 		{"no reuse where the model keeps them, busy", 700, []ChainRow{row("throughput_rps", 500, 350), row("connects", 200, 700)}, busyWindow, VerdictDisagree},
@@ -106,12 +109,20 @@ func TestVerdictsStack(t *testing.T) {
 		// 0.274 measured on a busy machine).
 		{"a kept hop's pool grew, busy", 975, []ChainRow{row("throughput_rps", 500, 487), row("connects", 215, 267)}, busyWindow, VerdictInconclusive},
 		{"a kept hop's pool grew, quiet", 975, []ChainRow{row("throughput_rps", 500, 487), row("connects", 215, 267)}, quietWindow, VerdictDisagree},
+		// A kept hop whose pool is smaller than its concurrency opens
+		// nearly one a request in the model; how many overlap moves
+		// on a busy machine (stack-connections/tiers: 1931 in the model,
+		// 1392 measured at a throughput within tolerance).
+		{"a small pool's churn moved, busy", 1000, []ChainRow{row("throughput_rps", 500, 480), row("connects", 965, 696)}, busyWindow, VerdictInconclusive},
+		{"a small pool's churn moved, quiet", 1000, []ChainRow{row("throughput_rps", 500, 480), row("connects", 965, 696)}, quietWindow, VerdictDisagree},
+		// The same miss where the hop opens one a call is the model's.
+		{"a per-call hop off per request, busy", 1000, []ChainRow{row("throughput_rps", 500, 480), perCall(row("connects", 1000, 696))}, busyWindow, VerdictDisagree},
 		// Each side's TIME_WAIT is a close race: it may move.
 		{"the close race moved, busy", 1000, []ChainRow{row("throughput_rps", 500, 500), {Hop: "app", Side: "server", Metric: "time_wait", Model: 300, Measured: 420, Allowed: "±15%"}}, busyWindow, VerdictInconclusive},
 		// The calibration window busier than the measured one: the model,
 		// fitted to it, is the slower.
-		{"quicker, calibration busy", 1300, []ChainRow{row("throughput_rps", 500, 650), row("connects", 1000, 1300)}, busyCalibration, VerdictInconclusive},
-		{"quicker, quiet", 1300, []ChainRow{row("throughput_rps", 500, 650), row("connects", 1000, 1300)}, quietWindow, VerdictDisagree},
+		{"quicker, calibration busy", 1300, []ChainRow{row("throughput_rps", 500, 650), perCall(row("connects", 1000, 1300))}, busyCalibration, VerdictInconclusive},
+		{"quicker, quiet", 1300, []ChainRow{row("throughput_rps", 500, 650), perCall(row("connects", 1000, 1300))}, quietWindow, VerdictDisagree},
 	}
 	for _, c := range cases {
 		vc := &VariantComparison{Name: "v", Model: model, Measured: &sim.Summary{Requests: c.requests}, Chain: &ChainComparison{Rows: c.rows}}
@@ -123,5 +134,30 @@ func TestVerdictsStack(t *testing.T) {
 		if vc.Verdict != c.want {
 			t.Errorf("%s: verdict %s (%s%s), want %s", c.name, vc.Verdict, vc.Inconclusive, vc.Why, c.want)
 		}
+	}
+}
+
+// opensPerCall reads the model's scenario: the first hop opens one a call
+// when the load keeps none (siege's connection = close), a later hop when
+// the tier before it keeps none.
+func TestOpensPerCall(t *testing.T) {
+	sc := sim.Default()
+	for _, n := range []string{"nginx", "app", "redis"} {
+		if err := sc.AddTier(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range map[string]any{"client_keepalive": false, "tier.nginx.reuse": "upstream-keepalive", "tier.app.reuse": "none"} {
+		if err := sc.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := []bool{opensPerCall(&sc, 0), opensPerCall(&sc, 1), opensPerCall(&sc, 2), opensPerCall(nil, 0)}
+	if want := []bool{true, false, true, false}; !slices.Equal(got, want) {
+		t.Errorf("opensPerCall per hop = %v, want %v", got, want)
+	}
+	sc.Set("client_keepalive", true)
+	if opensPerCall(&sc, 0) {
+		t.Error("the first hop opens one a call with client_keepalive")
 	}
 }
