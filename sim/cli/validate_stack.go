@@ -69,7 +69,7 @@ func printChain(w io.Writer, cc *harness.ChainComparison) {
 			side = "-"
 		}
 		mark := okMark(r.OK)
-		if r.Allowed == "shown" {
+		if r.Allowed == "shown" || r.Allowed == "not compared" {
 			mark = ""
 		}
 		errs := "-"
@@ -79,6 +79,13 @@ func printChain(w io.Writer, cc *harness.ChainComparison) {
 		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", hop, side, r.Metric, chainNum(r.Model), chainNum(r.Measured), errs, r.Allowed, mark)
 	}
 	tw.Flush()
+	noted := map[string]bool{}
+	for _, r := range cc.Rows {
+		if k := r.Hop + "\x00" + r.Note; r.Note != "" && !noted[k] {
+			noted[k] = true
+			fmt.Fprintf(w, "    hop %s, %s: %s\n", r.Hop, r.Allowed, r.Note)
+		}
+	}
 	for _, rs := range cc.Race {
 		fmt.Fprintf(w, "    close race on hop %s (%d connections closed with their exchange): TIME_WAIT on the accepting side alone %.3f, both %.3f, the connecting side alone %.3f (preset %.3f, %.3f)\n",
 			rs.Hop, rs.Closes, rs.Server, rs.Both, rs.Client, rs.Preset[0], rs.Preset[1])

@@ -161,3 +161,29 @@ func TestOpensPerCall(t *testing.T) {
 		t.Error("the first hop opens one a call with client_keepalive")
 	}
 }
+
+// overlapCounts: nginx's idle cache smaller than the requests at once
+// leaves hop app's counts uncompared; a pool per process bounds hop
+// redis's new connections by workers × threads.
+func TestOverlapCounts(t *testing.T) {
+	sc := sim.Default()
+	for _, n := range []string{"nginx", "app", "redis"} {
+		sc.AddTier(n)
+	}
+	for k, v := range map[string]any{"concurrency": 60, "tier.nginx.reuse": "upstream-keepalive", "tier.nginx.upstream_keepalive": 8,
+		"tier.nginx.workers": 2, "tier.app.reuse": "pool", "tier.app.workers": 4, "tier.app.threads": 4} {
+		if err := sc.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if why, _ := overlapCounts(&sc, 1); !strings.Contains(why, "8 idle connections per worker (16 in all) for up to 60 requests") {
+		t.Errorf("hop app: %q", why)
+	}
+	if why, bound := overlapCounts(&sc, 2); why != "" || bound != 16 {
+		t.Errorf("hop redis: %q, bound %d; want 16", why, bound)
+	}
+	sc.Set("concurrency", 16)
+	if why, _ := overlapCounts(&sc, 1); why != "" {
+		t.Errorf("a cache as large as the requests at once: %q", why)
+	}
+}
