@@ -293,6 +293,14 @@ func TestRefusalsAndStream(t *testing.T) {
 
 // A cancel that arrives while a run computes (the page's Yield) stops it.
 func TestCancel(t *testing.T) {
+	cancelAtFirstYield(t, "php-persistent-share", `{"type":"run","id":"c","lab":"php-persistent-share","block":"across-requests","params":{"requests":200000}}`)
+}
+
+// cancelAtFirstYield loads lab (labs/LAB.md) into a session whose Yield
+// sends a cancel the first time a run yields, runs run (id "c"), and
+// checks that the run ended cancelled at that yield.
+func cancelAtFirstYield(t *testing.T, lab, run string) {
+	t.Helper()
 	var s *Session
 	var out []json.RawMessage
 	yields := 0
@@ -301,19 +309,18 @@ func TestCancel(t *testing.T) {
 			s.Handle([]byte(`{"type":"cancel","id":"c"}`))
 		}
 	})
-	s.load0(t)
-	s.Handle([]byte(`{"type":"run","id":"c","lab":"php-persistent-share","block":"across-requests","params":{"requests":200000}}`))
+	b, _ := json.Marshal(labMessage(t, lab, "en", filepath.Join("..", "..", "labs", lab+".md")))
+	s.Handle(b)
+	s.Handle([]byte(run))
+	if len(out) == 0 {
+		t.Fatal("no reply to the run")
+	}
 	last := out[len(out)-1]
 	var e outError
 	json.Unmarshal(last, &e)
 	if yields == 0 || e.Type != "error" || e.Message != "cancelled" {
 		t.Errorf("after %d yields the last reply is %s; want the run cancelled at the first", yields, last)
 	}
-}
-
-func (s *Session) load0(t *testing.T) {
-	b, _ := json.Marshal(labMessage(t, "php-persistent-share", "en", filepath.Join("..", "..", "labs", "php-persistent-share.md")))
-	s.Handle(b)
 }
 
 // A lab's exercises for a seed, in each language, are what GET
@@ -394,23 +401,7 @@ func TestHugeThreads(t *testing.T) {
 		t.Errorf("1000 workers × 100000 threads allocated %d MB for one request", got>>20)
 	}
 	if len(out) == 0 || msgType(out[len(out)-1]) != "done" {
-		t.Errorf("the run ended with %s, want done", out[len(out)-1:])
+		t.Errorf("the run's %d replies do not end with done", len(out))
 	}
-
-	var c *Session
-	var cout []json.RawMessage
-	yields := 0
-	c = New(func(b []byte) { cout = append(cout, append(json.RawMessage(nil), b...)) }, func() {
-		if yields++; yields == 1 {
-			c.Handle([]byte(`{"type":"cancel","id":"c"}`))
-		}
-	})
-	b, _ := json.Marshal(labMessage(t, "idle-timeouts", "en", filepath.Join("..", "..", "labs", "idle-timeouts.md")))
-	c.Handle(b)
-	c.Handle([]byte(`{"type":"run","id":"c","lab":"idle-timeouts","block":"race","params":{"requests":200000,"workers":1000,"threads":100000}}`))
-	var e outError
-	json.Unmarshal(cout[len(cout)-1], &e)
-	if yields == 0 || e.Type != "error" || e.Message != "cancelled" {
-		t.Errorf("after %d yields the last reply is %s; want the run cancelled at the first", yields, cout[len(cout)-1])
-	}
+	cancelAtFirstYield(t, "idle-timeouts", `{"type":"run","id":"c","lab":"idle-timeouts","block":"race","params":{"requests":200000,"workers":1000,"threads":100000}}`)
 }
