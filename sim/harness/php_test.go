@@ -61,9 +61,9 @@ func validatePHPLab(t *testing.T, l *lab.Lab) {
 	bvs, dropped, noDrop = validatePHPBlocks(t, l, opt)
 	// The driver measures drop_cpu before every run as the median of a
 	// dozen differences of two connect times of about a millisecond each.
-	// Whether the drop rises above that noise is the machine's: here
-	// 90-313 µs, while a CI machine measured 0 in all 14 drivers with
-	// every phase in tolerance. What the test holds is that the model,
+	// Whether the drop rises above that noise is the machine's (a CI
+	// machine measured 0 in every driver, every phase in tolerance).
+	// What the test holds is that the model,
 	// given what was measured, agrees on the blocks whose calls drop a
 	// closed connection (validateWith), and TestWarm that the drops
 	// happened (three pairs or more).

@@ -141,11 +141,10 @@ const perRequestConns = 0.9
 // stack's count that misses even scaled to the requests the window
 // measured where the hop opens one a call (ChainRow.perCall), or a hop the
 // model keeps that opened one a request for real (perRequestConns). A
-// stack's
-// throughput may miss either way: its model is fitted
-// to the calibration window's costs and background, so a machine busier
-// then than in the measured window makes the model the slower one. ""
-// when everything that missed could be the machine's.
+// stack's throughput may miss either way: its model is fitted to the
+// calibration window's costs and background, so a machine busier then
+// than in the measured window makes the model the slower one. "" when
+// everything that missed could be the machine's.
 func (vc *VariantComparison) timingOnly() string {
 	// Where the server's idle timer raced requests (either side saw a
 	// race), which side of the close a request landed on hangs on
@@ -178,10 +177,9 @@ func (vc *VariantComparison) timingOnly() string {
 		// call: there the model's count for the requests the window
 		// measured must still be within tolerance. A hop that keeps its
 		// connections opens as many as its requests overlap, which stalls
-		// change (stack-connections/tiers, nginx's keepalive 8 per worker
-		// under 60 users: 1931 connects in the model, 1392 on a busy
-		// machine at a throughput within tolerance), and who closes first
-		// (each side's TIME_WAIT) is a race.
+		// change (stack-connections/tiers: nginx's keepalive 8 per worker
+		// under 60 users), and who closes first (each side's TIME_WAIT) is
+		// a race.
 		if r.Metric != "connects" {
 			continue
 		}
