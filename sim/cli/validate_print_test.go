@@ -52,3 +52,24 @@ func TestValidationVerdictLine(t *testing.T) {
 		t.Errorf("with a statement that does not hold: %s", got)
 	}
 }
+
+// TestValidationOneCallFootnote: a phase row whose tolerance holds one
+// call's measured variation is marked, and a footnote says how much and
+// why.
+func TestValidationOneCallFootnote(t *testing.T) {
+	v := &harness.VariantComparison{Name: "a", OK: true, Verdict: harness.VerdictAgree, Phases: []harness.PhaseRow{
+		{Phase: "total, new conn", ModelMS: 62, MeasuredMS: 65, ToleranceMS: 4.6, OneCallMS: 1.5, OK: true},
+		{Phase: "total, reused", ModelMS: 7.8, MeasuredMS: 7.8, ToleranceMS: 0.5, OK: true}}}
+	out := &ValidateOutput{Lab: "L", File: "labs/l.md", Machine: map[string]string{},
+		Blocks: []*harness.BlockValidation{{ID: "x", Variants: []*harness.VariantComparison{v}}}}
+	var b bytes.Buffer
+	printValidation(&b, out)
+	for _, s := range []string{"±4.600†", "† one call: no median averages its variation away, so the tolerance allows 1.500 ms more"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "±0.500†") {
+		t.Errorf("a row without the allowance is marked:\n%s", b.String())
+	}
+}

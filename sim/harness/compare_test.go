@@ -231,6 +231,51 @@ func TestComparePhasesPerTrip(t *testing.T) {
 	}
 }
 
+// TestComparePhasesOneCall: a median of one or two calls on new
+// connections allows one call's measured variation (Tolerance.OneCall) on
+// top; a median of more calls, or of reused ones, does not.
+func TestComparePhasesOneCall(t *testing.T) {
+	tol := DefaultTolerance
+	tol.OneCall = 1500 * time.Microsecond
+	rowOf := func(rows []PhaseRow, phase string) PhaseRow {
+		for _, r := range rows {
+			if r.Phase == phase {
+				return r
+			}
+		}
+		t.Fatalf("no row %q", phase)
+		return PhaseRow{}
+	}
+	// One call on a new connection and two reused (a CLI script): 4 ms
+	// over a model of 62 ms is beyond 5 % (3.1 ms), within 3.1 + 1.5.
+	model := summaryOf([]float64{62}, []float64{7.8, 7.8})
+	got := rowOf(ComparePhases(model, summaryOf([]float64{66}, []float64{7.8, 7.8}), tol), "total, new conn")
+	if !got.OK || got.OneCallMS != 1.5 || math.Abs(got.ToleranceMS-4.6) > 1e-9 {
+		t.Errorf("one new call 4 ms over: %+v, want ok within 4.6 ms, 1.5 of it one call's", got)
+	}
+	got = rowOf(ComparePhases(model, summaryOf([]float64{67}, []float64{7.8, 7.8}), tol), "total, new conn")
+	if got.OK {
+		t.Errorf("one new call 5 ms over: %+v, want outside 4.6 ms", got)
+	}
+	if r := rowOf(ComparePhases(model, summaryOf([]float64{66}, []float64{7.8, 7.8}), DefaultTolerance), "total, new conn"); r.OK || r.OneCallMS != 0 {
+		t.Errorf("without a measured spread: %+v, want outside 3.1 ms", r)
+	}
+	if r := rowOf(ComparePhases(model, summaryOf([]float64{62}, []float64{9, 9}), tol), "total, reused"); r.OK || r.OneCallMS != 0 {
+		t.Errorf("two reused calls 1.2 ms over: %+v, want no one-call allowance", r)
+	}
+	// Three new calls: their median averages one call's variation.
+	model = summaryOf(repeat(62, 3), []float64{7.8})
+	got = rowOf(ComparePhases(model, summaryOf(repeat(66, 3), []float64{7.8}), tol), "total, new conn")
+	if got.OK || got.OneCallMS != 0 {
+		t.Errorf("three new calls 4 ms over: %+v, want outside 3.1 ms", got)
+	}
+	// A single call that opens a connection: every curl phase is that call.
+	got = rowOf(ComparePhases(summaryOf([]float64{62}, nil), summaryOf([]float64{66}, nil), tol), "total")
+	if !got.OK || got.OneCallMS != 1.5 {
+		t.Errorf("one call in all: %+v, want the allowance on total", got)
+	}
+}
+
 // TestHarnessLate: an attempt outside tolerance measured the harness when
 // its late wake-ups were as large as every miss and many enough to move the
 // medians; not when a miss is larger, the late ones are few, or a count

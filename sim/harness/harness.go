@@ -125,6 +125,10 @@ type VariantRun struct {
 	// Resolution of the measured phases when coarser than a microsecond
 	// (nginx's log: 1 ms); comparisons allow it on top of the tolerance.
 	Resolution time.Duration
+	// CallSpread is how much one new connection's call varies in the
+	// workers' runtime (p90 less median, where the setup measures it): a
+	// phase whose median is one or two calls allows it (Tolerance.OneCall).
+	CallSpread time.Duration
 	// KernelSpread: the kernel spread connections over the workers (nginx),
 	// so connects per worker is not the model's round-robin.
 	KernelSpread bool
@@ -315,6 +319,7 @@ func RunPlan(ctx context.Context, p *Plan, opt Options) (*Run, error) {
 			}
 			s.ConnectCPU, s.DropCPU, s.ClientCPU, s.ClientReadCPU = rt.ConnectCPU, rt.DropCPU, rt.ClientCPU, rt.ClientReadCPU
 			s.AppTime += rt.RequestCPU // the runtime's own, on top of the block's
+			info.CallSpread, vr.CallSpread = rt.CallSpread, rt.CallSpread
 			if n := curlGot(&s, rt.CurlTimers); n != "" {
 				info.Notes = append(info.Notes, n)
 			}

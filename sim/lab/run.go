@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/jsonlite"
@@ -41,6 +42,9 @@ type VariantResult struct {
 	// use in CPUs. A comparison that missed is then inconclusive.
 	Busy     string  `json:"busy,omitempty"`
 	BusyCPUs float64 `json:"busy_cpus,omitempty"`
+	// CallSpread: how much one new connection's call varies in the real
+	// run's client runtime, where it measures it (harness.Tolerance.OneCall).
+	CallSpread time.Duration `json:"-"`
 }
 
 // BlockResult is the outcome of one block: every variant and every

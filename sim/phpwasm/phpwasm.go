@@ -115,6 +115,9 @@ type Info struct {
 	// startup and shutdown, the prepend, reading its output): the model's
 	// app_time.
 	RequestCPU time.Duration `json:"request_cpu"`
+	// CallSpread is how much one new connection's call varies here: the
+	// 90th percentile of the warm-up calls' CPU less its median.
+	CallSpread time.Duration `json:"call_spread"`
 	// DropPairs is how many pairs of calls DropCPU is the median of: each
 	// the difference of two times of about a millisecond, so the median
 	// can be at or below 0 (DropCPU is then 0: the drop within the noise).

@@ -589,7 +589,8 @@ func TestShareErrors(t *testing.T) {
 // TestWarm: a driver given the harness's certificates warms up before it is
 // ready and reports a TLS handshake's CPU, a call's, and what dropping a
 // kept connection the server closed costs, from three pairs of calls or
-// more (the median of differences, which can be 0: see Info.DropPairs).
+// more (the median of differences, which can be 0: see Info.DropPairs), and
+// how much one new connection's call varies.
 func TestWarm(t *testing.T) {
 	c := newCerts(t)
 	up := startUpstream(t, c, 0)
@@ -599,6 +600,11 @@ func TestWarm(t *testing.T) {
 	p.exit()
 	if in := p.ready.Info; in.HandshakeCPU <= 0 || in.ClientCPU <= 0 || in.DropPairs < 3 || in.DropCPU < 0 {
 		t.Errorf("handshake_cpu = %v, client_cpu = %v, drop_cpu = %v of %d pairs, want handshake and call > 0, a drop of 3 pairs or more", in.HandshakeCPU, in.ClientCPU, in.DropCPU, in.DropPairs)
+	}
+	// The calls' CPU spreads (p90 less median of 16 sums in µs): never
+	// none, nor so wide that nothing was measured.
+	if in := p.ready.Info; in.CallSpread <= 0 || in.CallSpread > time.Second {
+		t.Errorf("call_spread = %v, want > 0 and under a second", in.CallSpread)
 	}
 	if len(calls) != 1 || !calls[0].NC || calls[0].N != 1 {
 		t.Errorf("the first call after warm-up: %+v, want a new connection numbered 1 (warm-up's are not the run's)", calls)

@@ -447,12 +447,13 @@ func (r *run) execReal() error {
 	}
 	tares := map[string]time.Duration{}
 	scenarios := map[string]*sim.Scenario{}
+	spreads := map[string]time.Duration{}
 	if s.opt.Tare != nil {
 		for _, v := range res.Variants {
 			if v.Scenario == nil || v.Summary == nil {
 				continue
 			}
-			scenarios[v.Name] = v.Scenario
+			scenarios[v.Name], spreads[v.Name] = v.Scenario, v.CallSpread
 			d, err := s.opt.Tare(ctx, v.Scenario.RTT)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -469,6 +470,7 @@ func (r *run) execReal() error {
 		dv := &d.Variants[i]
 		if tare, ok := tares[dv.Name]; ok && dv.Model != nil && dv.Summary != nil {
 			tol := harness.DefaultTolerance.WithTare(tare, scenarios[dv.Name])
+			tol.OneCall = spreads[dv.Name]
 			dv.Compare = harness.ComparePhases(dv.Model, dv.Summary, tol)
 			dv.HarnessOverheadMS = float64(tare.Microseconds()) / 1000
 		}

@@ -208,7 +208,7 @@ func (ps *phpState) report(rep *wire.Report, s *sim.Scenario, native bool) {
 		return
 	}
 	c := &ps.cost
-	rt := &wire.Runtime{Name: first.Name(), ConnectCPU: c.ConnectCPU, DropCPU: c.DropCPU, ClientCPU: c.ClientCPU, ClientReadCPU: c.ClientReadCPU, RequestCPU: c.RequestCPU, CurlTimers: first.CurlTimers,
+	rt := &wire.Runtime{Name: first.Name(), ConnectCPU: c.ConnectCPU, DropCPU: c.DropCPU, ClientCPU: c.ClientCPU, ClientReadCPU: c.ClientReadCPU, RequestCPU: c.RequestCPU, CallSpread: c.CallSpread, CurlTimers: first.CurlTimers,
 		Versions: map[string]string{"php": first.PHP, "curl": first.Curl, "ssl": first.SSL, "runtime": first.Runtime,
 			"persistent_share": map[bool]string{true: "defined", false: "undefined"}[first.PersistentShare]}}
 	if first.Package != "" {

@@ -167,6 +167,9 @@ type Runtime struct {
 	// RequestCPU: a request's own cost besides its calls (the model adds
 	// it to app_time).
 	RequestCPU time.Duration `json:"request_cpu,omitempty"`
+	// CallSpread: how much one new connection's call varies here (the
+	// 90th percentile of the measured calls' CPU less their median).
+	CallSpread time.Duration `json:"call_spread,omitempty"`
 	// CurlTimers: curl's DNS cache timeout and maximum idle age, whole
 	// seconds, as the worker processes gave them to curl.
 	CurlTimers map[string]int `json:"curl_timers,omitempty"`

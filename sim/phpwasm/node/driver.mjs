@@ -558,6 +558,11 @@ echo 'dropped ', implode(' ', $ds), "\n";`);
   walls.sort((a, b) => a - b);
   const mid = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1] * 1000;
   const median = (i) => mid(rows.map((r) => r[i]));
+  // How much one new connection's call varies here: the 90th percentile
+  // of the calls' CPU (connect, handshake, before and after the answer's
+  // first byte) less its median. A row the harness compares from one or
+  // two calls allows it, as no median averages it away.
+  const sums = rows.map((r) => r[0] + r[1] + r[2] + r[3]).sort((a, b) => a - b);
   return {
     connect_cpu: median(0),
     handshake_cpu: tls ? median(1) : 0,
@@ -569,6 +574,7 @@ echo 'dropped ', implode(' ', $ds), "\n";`);
     client_cpu: median(2),
     client_read_cpu: median(3),
     request_cpu: Math.round(walls[walls.length >> 1] * 1e6),
+    call_spread: Math.max(0, sums[Math.floor(0.9 * (sums.length - 1))] - sums[sums.length >> 1]) * 1000,
   };
 }
 

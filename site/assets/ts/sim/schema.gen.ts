@@ -158,6 +158,7 @@ export interface PhaseRow {
   tolerance_ms: number; // ms
   ok: boolean;
   note?: string;
+  one_call_ms?: number; // ms
 }
 
 export interface RubricPoint {

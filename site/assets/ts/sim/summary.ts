@@ -163,6 +163,7 @@ function compareTable(rows: { d: VariantData; p: PhaseRow }[]): HTMLElement {
       el("td", "", metric("x_ms", p.measured_ms)), el("td", "", (p.error_pct >= 0 ? "+" : "") + num(p.error_pct, 0) + "%"),
       el("td", "mark", p.note ? "·" : p.ok ? "✓" : "✗"));
     if (p.note) tr.title = p.note;
+    else if (p.one_call_ms) tr.title = t("w_one_call", { ms: num(p.one_call_ms, 2) });
     body.append(tr);
   }
   return table;
