@@ -1039,7 +1039,7 @@ func (m *chainModel) allocPort(h int) (int32, bool) {
 		hp.twReused++
 		hp.ports--
 		if m.sink != nil {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: "client", Reason: "reused"}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: SideClient, Reason: ReasonReused}
 			m.sink(&m.ev)
 		}
 	}
@@ -1049,7 +1049,7 @@ func (m *chainModel) allocPort(h int) (int32, bool) {
 		m.tw[sideServer]--
 		hp.twTakenOver++
 		if m.sink != nil {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: "server", Reason: "taken-over-by-syn"}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: SideServer, Reason: ReasonTakenOver}
 			m.sink(&m.ev)
 		}
 	}

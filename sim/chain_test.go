@@ -337,13 +337,27 @@ func TestChainValidate(t *testing.T) {
 // TestChainTimeWaitTakenOver: when the server closes first, the client's
 // port is free at once; once connect() comes back to it, the new SYN takes
 // over the server's TIME_WAIT socket for that four-tuple. With 2000 ports,
-// the server never holds more than 2000, and no connect fails.
+// the server never holds more than 2000, and no connect fails. Each
+// take-over is an event in the vocabulary (ReasonTakenOver).
 func TestChainTimeWaitTakenOver(t *testing.T) {
 	s := stackScenario(t)
 	set(t, &s, "port_range", "40000-41999", "duration", "5s", "tier.app.server_closes_first", 1.0, "tier.app.simultaneous_close", 0.0,
 		"tier.app.reuse", "pool")
-	sum := runChainT(t, s, nil)
+	takenOver, bad := 0, 0
+	sum := runChainT(t, s, func(e *Event) {
+		if err := CheckEvent(e); err != nil {
+			if bad++; bad <= 3 {
+				t.Error(err)
+			}
+		}
+		if e.Kind == KindTimeWaitEnd && e.Reason == ReasonTakenOver {
+			takenOver++
+		}
+	})
 	app := sum.Hop["app"]
+	if takenOver != app.TimeWaitTakenOver {
+		t.Errorf("%d taken-over events, %d taken over in the summary", takenOver, app.TimeWaitTakenOver)
+	}
 	if app.PortErrors != 0 || app.TimeWaitServer != app.Connects || app.TimeWaitClient != 0 {
 		t.Fatalf("app hop %+v", app)
 	}

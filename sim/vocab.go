@@ -158,6 +158,9 @@ const (
 	// ReasonReused ends a TIME_WAIT early: tcp_tw_reuse gave its port to a
 	// new connection.
 	ReasonReused CloseReason = "reused"
+	// ReasonTakenOver ends a server's TIME_WAIT early: a new SYN from the
+	// same client port (the same four-tuple) took the socket over.
+	ReasonTakenOver CloseReason = "taken-over-by-syn"
 )
 
 // ErrorKind is how the error text of a failed call or request begins: the
@@ -211,7 +214,7 @@ var (
 	handshakes   = []Handshake{HandshakeFull, HandshakeResumed, Handshake0RTT}
 	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonEndOfExchange, ReasonSimultaneous,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,
-		ReasonDead, ReasonReset, ReasonClosed, ReasonShutdown, ReasonWarmUp, ReasonReused}
+		ReasonDead, ReasonReset, ReasonClosed, ReasonShutdown, ReasonWarmUp, ReasonReused, ReasonTakenOver}
 	errorKinds = []ErrorKind{ErrorNoPort, ErrorRace, ErrorPoolFull, ErrorCallFailed,
 		ErrorShareEmpty, ErrorShareCookie, ErrorShareOption, ErrorShareType}
 )
