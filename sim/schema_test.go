@@ -161,7 +161,12 @@ func TestModelEventsFollowTheSchema(t *testing.T) {
 	seen := map[string]bool{}
 	stack := stackScenario(t) // a chain: its exchanges end with both sides closing
 	stack.Duration, stack.Requests = 0, 400
-	for i, s := range []Scenario{race, dead, ports, pool, scope, nginx, closer, idle, life, cli, stack} {
+	// A chain whose app server closes first, on 1000 ports: connect()
+	// comes back to a port whose server TIME_WAIT a SYN takes over.
+	over := stackScenario(t)
+	set(t, &over, "port_range", "40000-40999", "tier.app.server_closes_first", 1.0, "tier.app.simultaneous_close", 0.0, "tier.app.reuse", "pool")
+	over.Duration, over.Requests = 0, 3000
+	for i, s := range []Scenario{race, dead, ports, pool, scope, nginx, closer, idle, life, cli, stack, over} {
 		_, err := Run(context.Background(), s, Options{Seed: 1, Sink: func(e *Event) {
 			kinds[e.Kind] = true
 			seen[string(e.By)], seen[string(e.Reason)], seen[string(e.Handshake)] = true, true, true

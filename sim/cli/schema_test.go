@@ -59,7 +59,7 @@ func TestSchemaCommand(t *testing.T) {
 		}
 	}
 	// PhaseRow lists what a comparison row marshals to.
-	b, _ := json.Marshal(harness.PhaseRow{Note: "n"})
+	b, _ := json.Marshal(harness.PhaseRow{Note: "n", OneCallMS: 1})
 	var row map[string]any
 	json.Unmarshal(b, &row)
 	var names []string
