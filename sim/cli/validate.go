@@ -408,7 +408,7 @@ func printValidation(w io.Writer, out *ValidateOutput) {
 					fmt.Fprintf(w, "    * not held to the tolerance: %s\n", note)
 				}
 				if oneCall > 0 {
-					fmt.Fprintf(w, "    † one call: no median averages its variation away, so the tolerance allows %.3f ms more, how much one new connection's call varies here (the 90th percentile of the measured calls less their median)\n", oneCall)
+					fmt.Fprintf(w, "    † one or two calls: no median averages their variation away, so the tolerance allows %.3f ms more, how much one new connection's call varies here (the 90th percentile of the measured calls less their median)\n", oneCall)
 				}
 			}
 			var parts []string

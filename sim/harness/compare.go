@@ -30,9 +30,10 @@ type Tolerance struct {
 	Trips   Trips
 	// OneCall is how much one new connection's call varies in the
 	// workers' runtime, where the setup measures it (VariantRun.CallSpread).
-	// A phase whose median is one or two calls on new connections allows
-	// it on top: a median of one call is that call, and no other call
-	// averages its variation away.
+	// A phase whose median is one or two calls, one of them or both on a
+	// new connection, allows it on top: a median of one call is that call
+	// (of two, their midpoint), and no other call averages its variation
+	// away.
 	OneCall time.Duration
 }
 
@@ -159,14 +160,15 @@ func ComparePhases(model, measured *sim.Summary, tol Tolerance) []PhaseRow {
 		name   string
 		mo, me sim.Stat
 		mixed  bool // a median over both kinds of call
-		// oneNew: the median is one or two calls on new connections
+		// oneNew: the median is one or two calls, on a new connection or
+		// with one
 		oneNew bool
 	}
 	mostlyNew := model.Connects > model.Reused
 	// curl's phases, from sim's table; those a reused call pays too
 	// (starttransfer, total) take a median over both kinds of call.
 	var phases []phase
-	fewNew := mostlyNew && measured.Calls <= 2
+	fewNew := model.Connects > 0 && measured.Calls <= 2
 	for _, p := range sim.CurlPhases() {
 		mo, _ := p.Stat(model)
 		me, _ := p.Stat(measured)

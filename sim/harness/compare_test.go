@@ -263,6 +263,13 @@ func TestComparePhasesOneCall(t *testing.T) {
 	if r := rowOf(ComparePhases(model, summaryOf([]float64{62}, []float64{9, 9}), tol), "total, reused"); r.OK || r.OneCallMS != 0 {
 		t.Errorf("two reused calls 1.2 ms over: %+v, want no one-call allowance", r)
 	}
+	// A new call and a reused one (two requests, the second reusing): the
+	// setup phases' median is the midpoint of the two.
+	model = summaryOf([]float64{62}, []float64{7.8})
+	got = rowOf(ComparePhases(model, summaryOf([]float64{66}, []float64{7.8}), tol), "appconnect")
+	if got.OneCallMS != 1.5 {
+		t.Errorf("a new and a reused call: %+v, want the allowance on their median", got)
+	}
 	// Three new calls: their median averages one call's variation.
 	model = summaryOf(repeat(62, 3), []float64{7.8})
 	got = rowOf(ComparePhases(model, summaryOf(repeat(66, 3), []float64{7.8}), tol), "total, new conn")
