@@ -83,7 +83,11 @@ func printChain(w io.Writer, cc *harness.ChainComparison) {
 	for _, r := range cc.Rows {
 		if k := r.Hop + "\x00" + r.Note; r.Note != "" && !noted[k] {
 			noted[k] = true
-			fmt.Fprintf(w, "    hop %s, %s: %s\n", r.Hop, r.Allowed, r.Note)
+			if r.Hop == "" {
+				fmt.Fprintf(w, "    %s, %s: %s\n", r.Metric, r.Allowed, r.Note)
+			} else {
+				fmt.Fprintf(w, "    hop %s, %s: %s\n", r.Hop, r.Allowed, r.Note)
+			}
 		}
 	}
 	for _, rs := range cc.Race {

@@ -8,6 +8,7 @@ import (
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/harness/wire"
+	"github.com/connlab/connlab/sim/lab"
 )
 
 // TestVerdicts: the three outcomes of a real run, from the comparison's
@@ -185,5 +186,44 @@ func TestOverlapCounts(t *testing.T) {
 	sc.Set("concurrency", 16)
 	if why, _ := overlapCounts(&sc, 1); why != "" {
 		t.Errorf("a cache as large as the requests at once: %q", why)
+	}
+}
+
+// TestOverlapThroughput: where nginx closes connections beyond its idle
+// cache after each answer, the throughput, which pays for opening them
+// again, is shown with the reason and not held to 15 %; with a cache as
+// large as the requests at once, it is held.
+func TestOverlapThroughput(t *testing.T) {
+	sc := sim.Default()
+	for _, n := range []string{"nginx", "app", "redis"} {
+		sc.AddTier(n)
+	}
+	for k, v := range map[string]any{"concurrency": 60, "tier.nginx.reuse": "upstream-keepalive", "tier.nginx.upstream_keepalive": 8, "tier.nginx.workers": 2} {
+		if err := sc.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := func(rps float64, connects int) *sim.Summary {
+		return &sim.Summary{ThroughputRPS: rps, Chain: []string{"nginx", "app"},
+			Hop: map[string]*sim.HopSummary{"nginx": {}, "app": {Connects: connects}}}
+	}
+	compare := func() map[string]ChainRow {
+		vc := &VariantComparison{}
+		compareChain(vc, &lab.VariantResult{Summary: sum(2500, 1900), Scenario: &sc}, &lab.VariantResult{Summary: sum(1800, 1300)}, &VariantRun{})
+		rows := map[string]ChainRow{}
+		for _, r := range vc.Chain.Rows {
+			rows[r.Hop+"/"+r.Metric] = r
+		}
+		if vc.OK != (rows["/throughput_rps"].Allowed == "not compared") {
+			t.Errorf("ok %v with throughput %+v", vc.OK, rows["/throughput_rps"])
+		}
+		return rows
+	}
+	if r := compare()["/throughput_rps"]; !r.OK || !strings.Contains(r.Note, "follows how the requests overlap too: nginx keeps 8 idle connections per worker") {
+		t.Errorf("60 requests at once, 16 kept: %+v", r)
+	}
+	sc.Set("concurrency", 16)
+	if r := compare()["/throughput_rps"]; r.OK || r.Note != "" || r.Allowed != "±15%" {
+		t.Errorf("16 requests at once, 16 kept: %+v, want held to 15 %%", r)
 	}
 }
