@@ -85,7 +85,7 @@ gen: build
 # without inlining, which there only adds bytes to every reader's download.
 # wasmpack then merges the linker's tens of thousands of data segments
 # (internal/wasmpack): the module is larger, its gzip smaller.
-WASMCOLD := fmt reflect strings time github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite github.com/connlab/connlab/sim/internal/msgf
+WASMCOLD := reflect strings time github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite github.com/connlab/connlab/sim/internal/msgf
 wasm:
 	@mkdir -p $(WASMDIR)
 	GOOS=js GOARCH=wasm $(GO) build -tags nolabparse -trimpath -ldflags='-s -w' $(foreach p,$(WASMCOLD),-gcflags=$(p)=-l) -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm

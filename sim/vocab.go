@@ -243,15 +243,11 @@ func enumOf[T ~string](vs []T) enumType {
 	return e
 }
 
-// enumFor returns the vocabulary type of a struct field: the field's own
-// type, or for a plain string the type its enum tag names. (Scenario's tls,
-// cert and closer and Event's by, reason and handshake are plain strings
-// until the harness, which passes them on as strings, takes the named
-// types.)
+// enumFor returns the vocabulary type of a struct field: its own type, when
+// that is one of the vocabulary's.
 func enumFor(f reflect.StructField) (enumType, bool) {
-	name := f.Tag.Get("enum")
 	for _, e := range enums {
-		if e.typ == f.Type || (f.Type.Kind() == reflect.String && f.Type.Name() == "string" && e.name == name) {
+		if e.typ == f.Type {
 			return e, true
 		}
 	}

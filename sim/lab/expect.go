@@ -435,15 +435,6 @@ func (x *Expect) walk(f func(refNode)) {
 	walk(x.rhs)
 }
 
-// refersToError reports whether x reads the error of block's variant.
-func (x *Expect) refersToError(block, variant string) bool {
-	found := false
-	x.walk(func(r refNode) {
-		found = found || (r.block == block && r.variant == variant && len(r.path) == 1 && r.path[0] == "error")
-	})
-	return found
-}
-
 // Metrics gives each variant's values by name (the summary as JSON, plus
 // "error"), by block id and variant name.
 type Metrics map[string]map[string]map[string]any
