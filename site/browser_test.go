@@ -280,7 +280,9 @@ func expectBlocks(t *testing.T, s *builtSite, p sitePage) map[string]*expected {
 
 // widgetState is what the page shows of one widget after a run.
 type widgetState struct {
-	Ready   bool   `json:"ready"`
+	Ready bool `json:"ready"`
+	// Run is the widget's run state: "" before any run, "running", "idle".
+	Run     string `json:"run"`
 	State   string `json:"state"`
 	Status  string `json:"status"`
 	Dropped int    `json:"dropped"`
@@ -308,7 +310,7 @@ const readWidgetJS = `(() => {
   const checks = [...f.querySelectorAll(".sim-checks li")].map(li => li.className);
   const sum = f.querySelector(".sim-summary");
   const hidden = sum ? sum.scrollWidth - sum.clientWidth : 0;
-  return JSON.stringify({ready: f.dataset.ready === "1", state: st ? st.dataset.state || "" : "", status: st ? st.textContent : "", dropped: +(f.dataset.dropped || 0), panes, calls, summary, checks, hidden});
+  return JSON.stringify({ready: f.dataset.ready === "1", run: f.dataset.state || "", state: st ? st.dataset.state || "" : "", status: st ? st.textContent : "", dropped: +(f.dataset.dropped || 0), panes, calls, summary, checks, hidden});
 })()`
 
 func readWidget(ctx context.Context, id string) (*widgetState, error) {
@@ -530,9 +532,23 @@ func TestBrowserNoServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := expectBlocks(t, s, *p)[p.lab.Blocks[0].ID]
-	w, err := readWidget(ctx, id)
-	if err != nil {
-		t.Fatal(err)
+	// Once its model has loaded, the page runs a block this small on its
+	// own, and a run shows its figures as they stream in: the summary is
+	// read before any run has started (the build-time results) or once the
+	// run is done (the same figures, computed in the page).
+	var w *widgetState
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var err error
+		if w, err = readWidget(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, shown := w.Summary["persistent"]["total_ms.p50"]; shown && (w.Run == "" || w.Ready) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no settled summary within 30 s: run %q, ready %v, status %q", w.Run, w.Ready, w.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	got := w.Summary["persistent"]["total_ms.p50"]
 	if want := lookupMetric(x.summary["persistent"], "total_ms.p50"); got != want {
