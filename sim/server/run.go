@@ -446,14 +446,13 @@ func (r *run) execReal() error {
 		return err
 	}
 	tares := map[string]time.Duration{}
-	scenarios := map[string]*sim.Scenario{}
-	spreads := map[string]time.Duration{}
+	measured := map[string]*lab.VariantResult{} // those with a tare, by name
 	if s.opt.Tare != nil {
 		for _, v := range res.Variants {
 			if v.Scenario == nil || v.Summary == nil {
 				continue
 			}
-			scenarios[v.Name], spreads[v.Name] = v.Scenario, v.CallSpread
+			measured[v.Name] = v
 			d, err := s.opt.Tare(ctx, v.Scenario.RTT)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -469,8 +468,8 @@ func (r *run) execReal() error {
 	for i := range d.Variants {
 		dv := &d.Variants[i]
 		if tare, ok := tares[dv.Name]; ok && dv.Model != nil && dv.Summary != nil {
-			tol := harness.DefaultTolerance.WithTare(tare, scenarios[dv.Name])
-			tol.OneCall = spreads[dv.Name]
+			tol := harness.DefaultTolerance.WithTare(tare, measured[dv.Name].Scenario)
+			tol.OneCall = measured[dv.Name].CallSpread
 			dv.Compare = harness.ComparePhases(dv.Model, dv.Summary, tol)
 			dv.HarnessOverheadMS = float64(tare.Microseconds()) / 1000
 		}
