@@ -274,17 +274,22 @@ func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 		}
 	}
 	if s.TLS != sim.TLSNone && !st.ownTLS && (s.HandshakeCPU == 0 || s.TLSResume && s.ResumeCPU == 0) {
-		hs, err := servers.MeasureHandshake(&job.Certs, s.TLS, s.Cert)
+		idle := quietSpell(s)
+		hs, err := servers.MeasureHandshake(&job.Certs, s.TLS, s.Cert, idle)
 		if err != nil {
 			return nil, fmt.Errorf("harness: measuring a TLS handshake: %w", err)
 		}
+		when := ""
+		if idle > 0 {
+			when = fmt.Sprintf(" after %s idle, as this run's calls come after quiet spells", sim.FormatDuration(idle))
+		}
 		if s.HandshakeCPU == 0 {
 			rep.HandshakeCPU = hs.Full
-			rep.Components = append(rep.Components, fmt.Sprintf("Go crypto/tls: a full TLS %s handshake (%s) costs %s of CPU here; the model is given the same (handshake_cpu), not OpenSSL's speed", s.TLS, s.Cert, sim.FormatDuration(hs.Full)))
+			rep.Components = append(rep.Components, fmt.Sprintf("Go crypto/tls: a full TLS %s handshake (%s) costs %s of CPU here%s; the model is given the same (handshake_cpu), not OpenSSL's speed", s.TLS, s.Cert, sim.FormatDuration(hs.Full), when))
 		}
 		if s.TLSResume && s.ResumeCPU == 0 {
 			rep.ResumeCPU = hs.Resumed
-			rep.Components = append(rep.Components, fmt.Sprintf("Go crypto/tls: a resumed TLS %s handshake costs %s of CPU here; the model is given the same (resume_cpu)", s.TLS, sim.FormatDuration(hs.Resumed)))
+			rep.Components = append(rep.Components, fmt.Sprintf("Go crypto/tls: a resumed TLS %s handshake costs %s of CPU here%s; the model is given the same (resume_cpu)", s.TLS, sim.FormatDuration(hs.Resumed), when))
 		}
 	}
 	var cleanup []func()
@@ -294,6 +299,37 @@ func (lp *labProc) run(ctx context.Context) (*wire.Report, error) {
 		}
 	}()
 	return st.run(lp, ctx, rep, &cleanup)
+}
+
+// Quiet spells: a worker that waits about minQuiet or more between calls
+// (a slow open loop, users who think or pause) meets each handshake with
+// cold caches, and the handshake is measured after as long an idle pause,
+// up to maxQuiet (each of the measurement's handshakes waits it out).
+const (
+	minQuiet = 20 * time.Millisecond
+	maxQuiet = 250 * time.Millisecond
+)
+
+// quietSpell returns how long a worker of s typically waits between
+// calls, up to maxQuiet, or 0 when that is under minQuiet: with an open
+// loop the gap between a worker's arrivals (workers / rate), with a
+// closed one the pause taken every pause_every requests or else each
+// user's think time shared over the worker's users.
+func quietSpell(s *sim.Scenario) time.Duration {
+	var gap time.Duration
+	switch {
+	case s.Load == sim.LoadOpen && s.Rate > 0:
+		gap = time.Duration(float64(max(s.Workers, 1)) / s.Rate * float64(time.Second))
+	case s.Load == sim.LoadOpen:
+	case s.PauseEvery > 0 && s.Pause > 0:
+		gap = s.Pause
+	case s.ThinkTime > 0:
+		gap = s.ThinkTime * time.Duration(max(s.Workers, 1)) / time.Duration(max(s.Concurrency, 1))
+	}
+	if gap < minQuiet {
+		return 0
+	}
+	return min(gap, maxQuiet)
 }
 
 // startHTTP starts the http setup's servers: the upstream, and the DNS

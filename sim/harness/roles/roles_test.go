@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
@@ -84,5 +85,28 @@ func TestWarmHeap(t *testing.T) {
 	}
 	if warm > cold/4 {
 		t.Errorf("after settle the allocations took %d page faults, cold %d: the warmed heap was not reused", warm, cold)
+	}
+}
+
+// TestQuietSpell: the pause a handshake is measured after follows how long
+// a worker waits between calls, and none below minQuiet.
+func TestQuietSpell(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name string
+		s    sim.Scenario
+		want time.Duration
+	}{
+		{"open, one worker, 1.33 req/s", sim.Scenario{Load: sim.LoadOpen, Rate: 1.33, Workers: 1}, maxQuiet},
+		{"open, 4 workers, 100 req/s", sim.Scenario{Load: sim.LoadOpen, Rate: 100, Workers: 4}, 40 * ms},
+		{"open, 600 req/s", sim.Scenario{Load: sim.LoadOpen, Rate: 600, Workers: 1}, 0},
+		{"closed, no think time", sim.Scenario{Load: sim.LoadClosed, Concurrency: 8, Workers: 1}, 0},
+		{"closed, 8 users thinking 80 ms, 1 worker", sim.Scenario{Load: sim.LoadClosed, Concurrency: 8, Workers: 1, ThinkTime: 80 * ms}, 0},
+		{"closed, 2 users thinking 80 ms, 1 worker", sim.Scenario{Load: sim.LoadClosed, Concurrency: 2, Workers: 1, ThinkTime: 80 * ms}, 40 * ms},
+		{"closed, a pause of 800 ms", sim.Scenario{Load: sim.LoadClosed, Concurrency: 1, Workers: 1, PauseEvery: 2, Pause: 800 * ms}, maxQuiet},
+	} {
+		if got := quietSpell(&c.s); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
 	}
 }

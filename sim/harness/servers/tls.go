@@ -36,6 +36,11 @@ var Curves = []tls.CurveID{tls.CurveP256}
 // is given that group's cost.
 var ServerCurves = []tls.CurveID{tls.CurveP256, tls.X25519}
 
+// idleRounds is how many full and resumed handshakes MeasureHandshake
+// times after an idle pause: each costs the pause, so fewer than back to
+// back.
+const idleRounds = 5
+
 // Handshakes is what a TLS handshake of this TLS stack costs on this
 // machine: a full one and a resumed one (a session ticket from the last).
 type Handshakes struct {
@@ -50,7 +55,13 @@ type Handshakes struct {
 // as handshake_cpu and resume_cpu, so that model and measurement differ in
 // round trips only. (Go's resumed TLS 1.3 handshake costs several times
 // the two ECDHE the model would otherwise charge.)
-func MeasureHandshake(certs *pki.Certs, version sim.TLSVersion, kind sim.Cert) (Handshakes, error) {
+//
+// With idle > 0 the process sleeps that long before each handshake, as a
+// run's does when its new connections come after a quiet spell: the
+// handshake's code and data are then out of the CPU's caches, and it takes
+// more CPU than one that follows another. Back to back, the first of each
+// kind is left out instead, as a warm-up.
+func MeasureHandshake(certs *pki.Certs, version sim.TLSVersion, kind sim.Cert, idle time.Duration) (Handshakes, error) {
 	var hs Handshakes
 	cert, err := certs.ServerCert(kind)
 	if err != nil {
@@ -89,9 +100,14 @@ func MeasureHandshake(certs *pki.Certs, version sim.TLSVersion, kind sim.Cert) (
 	// Full and resumed handshakes alternate; each resumed one uses the
 	// ticket of the full one before it.
 	var full, resumed []time.Duration
-	for i := range 16 {
+	rounds := 16
+	if idle > 0 {
+		rounds = idleRounds
+	}
+	for i := range rounds {
 		cache := tls.NewLRUClientSessionCache(1)
 		for j, resume := range []bool{false, true} {
+			time.Sleep(idle)
 			raw, err := net.Dial("tcp", ln.Addr().String())
 			if err != nil {
 				return hs, err
@@ -114,7 +130,7 @@ func MeasureHandshake(certs *pki.Certs, version sim.TLSVersion, kind sim.Cert) (
 				return hs, fmt.Errorf("TLS %s handshake %d of the measurement: resumed %v, want %v", version, 2*i+j+1, didResume, resume)
 			}
 			switch {
-			case i == 0: // the first of each kind warms caches up
+			case i == 0 && idle == 0: // the first of each kind warms caches up
 			case resume:
 				resumed = append(resumed, d)
 			default:
