@@ -20,6 +20,7 @@ const (
 	ckLoadDone                      // the load generator's turn for request a ends (no shared CPUs)
 	ckLoadGate                      // the load generator stalls (a = 1) or runs again (a = 0): load_stall
 	ckBesideDone                    // job a's work beside its process's (conn_parallel) ends
+	ckRaceSeen                      // job a's call learns its kept connection was closed (the race)
 )
 
 // Job phases: what a job does when its piece of work ends.
@@ -104,38 +105,19 @@ type cpuSeg struct {
 
 // chop is one hop: the connections into one tier.
 type chop struct {
-	search           ports // connect()'s search of the local ports (ports.go)
-	twq              [2]ring[ctwEntry]
-	twLive           [2]int   // sockets in TIME_WAIT now (the queues also hold ones taken back)
-	srvTW            []uint32 // by client port: the server's TIME_WAIT socket for it (its serial; 0: none); made on first use
-	srvSerial        uint32
-	twTimer          [2]bool
+	tcpSockets       // ports and TIME_WAIT (sockets.go)
 	open, openPeak   int
 	idle, idlePeak   int
 	ports, portsPeak int // local ports the client holds: open connections and its TIME_WAIT sockets
-	twPeak           [2]int
-	twEntered        [2]int
 	both             int
 	connects, reused int
 	calls, errors    int
 	portErrors       int
 	races            int
 	closedBy         [2]int
-	twReused         int     // client TIME_WAIT ports connect() took back (tcp_tw_reuse)
-	twTakenOver      int     // server TIME_WAIT sockets a new SYN from the same port took over
 	serverAcc        float64 // error diffusion of server_closes_first
 	bothAcc          float64 // ... and of simultaneous_close
 	call             Quantiles
-}
-
-// ctwEntry is a socket in TIME_WAIT: when it entered, the client port of
-// its connection, and its serial: for the server's side see chop.srvTW,
-// for the client's it is its number in the port search
-// (ports.enterTimeWait).
-type ctwEntry struct {
-	at     time.Duration
-	port   int32
-	serial uint32
 }
 
 // cjob is one request at one tier; tier -1 is the load's own request.
@@ -178,6 +160,10 @@ type cconn struct {
 	lastUsed  time.Duration
 	srvIdleAt time.Duration
 	timerAt   time.Duration
+	// The server closed it on its idle timer at srvClosedAt; its FIN is
+	// on the way, or the client has not looked since.
+	srvClosed   bool
+	srvClosedAt time.Duration
 }
 
 func runChain(ctx context.Context, s Scenario, opt Options) (*Result, error) {
@@ -214,7 +200,7 @@ func newChain(s Scenario, opt Options) *chainModel {
 		}
 		hp := &m.hops[i]
 		// Each hop has its own destination, so its own search.
-		hp.search.configure(s.PortRange, m.twReuse, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
+		hp.configure(s.PortRange, m.twReuse, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
 		hp.serverAcc, hp.bothAcc = 0.5, 0.5 // round the shares' counts
 	}
 	if s.CPUs > 0 {
@@ -249,6 +235,7 @@ var chainSteps = [...]func(m *chainModel, a, b int32){
 	ckLoadDone - ckSend:   func(m *chainModel, a, _ int32) { m.callBegin(a) },
 	ckLoadGate - ckSend:   func(m *chainModel, a, _ int32) { m.loadGate(a == 1) },
 	ckBesideDone - ckSend: func(m *chainModel, a, _ int32) { m.besideDone(a) },
+	ckRaceSeen - ckSend:   func(m *chainModel, a, _ int32) { m.raceSeen(a) },
 }
 
 // step handles one event; it reports when the run stops (an error: at
@@ -661,14 +648,15 @@ func (m *chainModel) acquire(ji int32) {
 	o := m.ownerOf(ji, h)
 	cs := m.callerScenario(h)
 	if pol != polNone {
-		ci, raced := m.takeIdle(o, h)
+		ci, raced, seen := m.takeIdle(o, h)
 		if raced {
+			// The request went out on a connection the server had just
+			// closed; the client learns it when the server's FIN arrives,
+			// then sends the call again or fails it (raceSeen).
 			m.jobs[ji].callRetry = true
 			m.hops[h].races++
-			if !cs.RetryOnRace {
-				m.failCall(ji, ErrorRace)
-				return
-			}
+			m.schedule(seen, ckRaceSeen, ji, 0)
+			return
 		} else if ci >= 0 {
 			m.hops[h].reused++
 			m.sendRequest(ji, ci, m.now)
@@ -685,6 +673,18 @@ func (m *chainModel) acquire(ji int32) {
 		return
 	}
 	m.openConn(ji, o)
+}
+
+// raceSeen: job ji's call has learnt that the connection it was sent on
+// was closed (the keep-alive race): it is sent again on a new connection,
+// or fails where the client does not replay it.
+func (m *chainModel) raceSeen(ji int32) {
+	h := int(m.jobs[ji].tier) + 1
+	if !m.callerScenario(h).RetryOnRace {
+		m.failCall(ji, ErrorRace)
+		return
+	}
+	m.openConn(ji, m.ownerOf(ji, h))
 }
 
 // openConn opens a connection for job ji's call, kept by owner o: a local
@@ -759,6 +759,7 @@ func (m *chainModel) failCall(ji int32, msg ErrorKind) {
 	j := &m.jobs[ji]
 	h := int(j.tier) + 1
 	m.hops[h].errors++
+	m.hops[h].calls++ // a call, as its event says, though it never reached the tier
 	j.failed = true
 	if m.sink != nil {
 		m.ev = Event{Kind: KindCall, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
@@ -878,43 +879,76 @@ func (m *chainModel) release(ci int32) {
 }
 
 // takeIdle pops owner o's most recently used idle connection that can
-// carry a request over hop h now, closing those that cannot; -1 when none
-// is left. raced: the server is closing the one taken as the request goes
-// out (the keep-alive race).
-func (m *chainModel) takeIdle(o int32, h int) (ci int32, raced bool) {
+// carry a request over hop h now, closing those that cannot (findIdle);
+// -1 when none is left. raced: the server is closing the one taken as the
+// request goes out (the keep-alive race), which the client learns at seen,
+// when the server's FIN arrives.
+func (m *chainModel) takeIdle(o int32, h int) (ci int32, raced bool, seen time.Duration) {
 	cs := m.callerScenario(h)
-	to := m.tiers[h].s.KeepaliveTimeout
+	half := m.tiers[h].half
 	for {
 		ow := &m.owners[o]
 		n := len(ow.idle)
 		if n == 0 {
-			return -1, false
+			return -1, false, 0
 		}
 		ci = ow.idle[n-1]
 		ow.idle = ow.idle[:n-1]
 		m.hops[h].idle--
 		c := &m.conns[ci]
-		switch {
-		case cs.MaxIdleAge > 0 && m.now-c.lastUsed > cs.MaxIdleAge:
+		closeAt, closing := m.serverCloseTime(c)
+		switch findIdle(idleConn{c.lastUsed, c.created, closeAt, closing}, m.now, half, cs.MaxIdleAge, cs.MaxLifetime) {
+		case idleDead:
+			m.closeConn(ci, sideServer, false, ReasonDead)
+		case idleTooOld:
 			m.closeConn(ci, sideClient, false, ReasonMaxIdleAge)
-		case cs.MaxLifetime > 0 && m.now-c.created > cs.MaxLifetime:
+		case idleTooLong:
 			m.closeConn(ci, sideClient, false, ReasonMaxLifetime)
-		case to > 0 && m.now+m.tiers[h].half >= c.srvIdleAt+to:
-			// The request reaches the server after its idle timer: it
-			// has closed, and answers with a reset.
-			m.closeConn(ci, sideServer, false, ReasonIdleTimeout)
-			return -1, true
+		case idleRaced:
+			if !c.srvClosed {
+				m.serverClose(ci, closeAt)
+			}
+			// The request meets a closed socket: the server answers with
+			// a reset, which ends its socket without a TIME_WAIT.
+			m.closeConn(ci, sideServer, false, ReasonReset)
+			return -1, true, closeAt + half
 		default:
 			c.state = connActive
-			return ci, false
+			return ci, false, 0
 		}
+	}
+}
+
+// serverCloseTime is when the server closes c if nothing arrives: its
+// keep-alive timer, unless it already closed.
+func (m *chainModel) serverCloseTime(c *cconn) (time.Duration, bool) {
+	if c.srvClosed {
+		return c.srvClosedAt, true
+	}
+	if to := m.tiers[c.hop].s.KeepaliveTimeout; to > 0 {
+		return c.srvIdleAt + to, true
+	}
+	return 0, false
+}
+
+// serverClose records the server closing idle connection ci on its timer
+// at time at: the client learns it when the FIN arrives.
+func (m *chainModel) serverClose(ci int32, at time.Duration) {
+	c := &m.conns[ci]
+	c.srvClosed, c.srvClosedAt = true, at
+	c.gen++
+	if m.sink != nil {
+		m.ev = Event{Kind: KindClose, At: at, Hop: uint8(c.hop + 1), Conn: c.id, LocalPort: int(c.port), By: SideServer, Reason: ReasonIdleTimeout}
+		m.sink(&m.ev)
 	}
 }
 
 // idleTimer fires when connection ci may have sat idle for the server's
 // keep-alive timeout; if it was used since, it moves to the new deadline.
-// The caller watches its idle connections (nginx, pools) and drops the
-// closed one at once.
+// At the deadline the server closes it; half a round trip later its FIN
+// reaches the caller, which drops it there if it watches its idle
+// connections (nginx, pools), else finds it dead when it next looks
+// (takeIdle).
 func (m *chainModel) idleTimer(ci, gen int32) {
 	c := &m.conns[ci]
 	if c.gen != gen {
@@ -925,20 +959,32 @@ func (m *chainModel) idleTimer(ci, gen int32) {
 		return // busy: release sets the timer again
 	}
 	h := int(c.hop)
+	pol := m.callerPolicy(h)
+	watched := pol == polPool || pol == polUpstream
+	if c.srvClosed {
+		if !watched {
+			return
+		}
+		ow := &m.owners[c.owner]
+		for i, x := range ow.idle {
+			if x == ci {
+				ow.idle = append(ow.idle[:i], ow.idle[i+1:]...)
+				m.hops[h].idle--
+				break
+			}
+		}
+		m.closeConn(ci, sideServer, false, ReasonDead)
+		return
+	}
 	if deadline := c.srvIdleAt + m.tiers[h].s.KeepaliveTimeout; m.now < deadline {
 		c.timerAt = deadline
 		m.schedule(deadline, ckIdle, ci, gen)
 		return
 	}
-	ow := &m.owners[c.owner]
-	for i, x := range ow.idle {
-		if x == ci {
-			ow.idle = append(ow.idle[:i], ow.idle[i+1:]...)
-			m.hops[h].idle--
-			break
-		}
+	m.serverClose(ci, m.now)
+	if watched {
+		m.schedule(m.now+m.tiers[h].half, ckIdle, ci, c.gen) // when the FIN arrives
 	}
-	m.closeConn(ci, sideServer, false, ReasonIdleTimeout)
 }
 
 // dropOwner closes owner o's idle connections (the client closes first);
@@ -1021,33 +1067,24 @@ func pickShare(shares []float64, x float64) int32 {
 }
 
 // allocPort finds a local port for a connection over hop h, by the
-// kernel's search (ports.go), which may take over the client's TIME_WAIT
-// socket on the port it lands on. A port whose last connection the server
-// closed first is free on the client's side; if the server still holds
-// that TIME_WAIT socket, the new SYN takes it over
-// (tcp_timewait_state_process: same four-tuple, newer timestamp).
+// kernel's search (tcpSockets.connect), which may take over a TIME_WAIT
+// socket of either side on the port it lands on.
 func (m *chainModel) allocPort(h int) (int32, bool) {
 	hp := &m.hops[h]
-	p, tookOver, ok := hp.search.connect(m.now)
+	port, clientTW, serverTW, ok := hp.connect(m.now)
 	if !ok {
 		return 0, false
 	}
-	port := int32(p)
-	if tookOver {
-		hp.twLive[sideClient]--
+	if clientTW {
 		m.tw[sideClient]--
-		hp.twReused++
 		hp.ports--
 		if m.sink != nil {
 			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: SideClient, Reason: ReasonReused}
 			m.sink(&m.ev)
 		}
 	}
-	if hp.srvTW != nil && hp.srvTW[port] != 0 {
-		hp.srvTW[port] = 0
-		hp.twLive[sideServer]--
+	if serverTW {
 		m.tw[sideServer]--
-		hp.twTakenOver++
 		if m.sink != nil {
 			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: SideServer, Reason: ReasonTakenOver}
 			m.sink(&m.ev)
@@ -1070,13 +1107,16 @@ func (m *chainModel) closeConn(ci int32, first side, both bool, reason CloseReas
 	} else {
 		hp.closedBy[first]++
 	}
-	if m.sink != nil {
+	// A connection the server closed on its timer had its close event
+	// then (serverClose).
+	if m.sink != nil && !(first == sideServer && c.srvClosed) {
 		// A simultaneous close (both) is the connecting side's close event
 		// with reason simultaneous; each side's TIME_WAIT has its own.
 		m.ev = Event{Kind: KindClose, At: m.now, Hop: uint8(h + 1), Conn: c.id, LocalPort: int(c.port), By: first.word(), Reason: reason}
 		m.sink(&m.ev)
 	}
-	if first == sideServer || both {
+	// A reset ends the server's socket without a TIME_WAIT.
+	if (first == sideServer || both) && reason != ReasonReset {
 		m.enterTimeWait(h, sideServer, c.port)
 	}
 	if first == sideClient || both {
@@ -1104,32 +1144,12 @@ func (m *chainModel) closeConn(ci int32, first side, both bool, reason CloseReas
 
 func (m *chainModel) enterTimeWait(h int, s side, port int32) {
 	hp := &m.hops[h]
-	tw := &hp.twq[s]
-	e := ctwEntry{at: m.now, port: port}
-	if s == sideServer {
-		hp.srvSerial++
-		e.serial = hp.srvSerial
-		if hp.srvTW == nil {
-			hp.srvTW = make([]uint32, m.s.PortRange.Hi+1)
-		}
-		if hp.srvTW[port] != 0 {
-			hp.twLive[s]-- // cannot happen: the client's port was in use
-			m.tw[s]--
-		}
-		hp.srvTW[port] = e.serial
-	} else {
-		e.serial = hp.search.enterTimeWait(int(port), m.now)
+	before := hp.twLive[s]
+	if hp.tcpSockets.enterTimeWait(s, m.now, port) {
+		m.schedule(hp.nextExpiry(s), ckTWEnd, int32(h), int32(s))
 	}
-	tw.push(e)
-	hp.twEntered[s]++
-	hp.twLive[s]++
-	hp.twPeak[s] = max(hp.twPeak[s], hp.twLive[s])
-	m.tw[s]++
+	m.tw[s] += hp.twLive[s] - before
 	m.twPeak[s] = max(m.twPeak[s], m.tw[s])
-	if !hp.twTimer[s] {
-		hp.twTimer[s] = true
-		m.schedule(tw.peek().at+TimeWaitLen, ckTWEnd, int32(h), int32(s))
-	}
 	if m.sink != nil {
 		m.ev = Event{Kind: KindTimeWait, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: s.word()}
 		m.sink(&m.ev)
@@ -1137,42 +1157,24 @@ func (m *chainModel) enterTimeWait(h int, s side, port int32) {
 }
 
 // timeWaitEnd expires hop h's TIME_WAIT sockets on side s that are due,
-// freeing the client's ports, and queues one event for the next. A
-// server's socket a new SYN took over is already gone, and so is a
-// client's that connect() took over: their entries are dropped.
+// freeing the client's ports, and queues one event for the next.
 func (m *chainModel) timeWaitEnd(h int, s side) {
 	hp := &m.hops[h]
-	tw := &hp.twq[s]
-	for tw.len() > 0 {
-		e := tw.peek()
-		var live bool
-		if s == sideServer {
-			live = hp.srvTW[e.port] == e.serial
-		} else {
-			live = hp.search.holdsTimeWait(int(e.port), e.serial)
-		}
-		if live && e.at+TimeWaitLen > m.now {
+	for {
+		port, ok := hp.expireOne(s, m.now)
+		if !ok {
 			break
 		}
-		tw.pop()
-		if !live {
-			continue
-		}
-		if s == sideServer {
-			hp.srvTW[e.port] = 0
-		} else {
-			hp.search.leaveTimeWait(int(e.port), e.serial)
+		if s == sideClient {
 			hp.ports--
 		}
-		hp.twLive[s]--
 		m.tw[s]--
 		if m.sink != nil {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(e.port), By: s.word()}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: s.word()}
 			m.sink(&m.ev)
 		}
 	}
-	hp.twTimer[s] = tw.len() > 0
-	if hp.twTimer[s] {
-		m.schedule(tw.peek().at+TimeWaitLen, ckTWEnd, int32(h), int32(s))
+	if hp.more(s) {
+		m.schedule(hp.nextExpiry(s), ckTWEnd, int32(h), int32(s))
 	}
 }

@@ -243,7 +243,6 @@ type model struct {
 	load
 	workers
 	pools
-	ports ports // the client's local ports towards the server
 	sockets
 	srv server
 
@@ -271,7 +270,7 @@ func newModel(s Scenario, opt Options) *model {
 	}
 	m.series.Interval = s.SeriesInterval
 	m.initWorkers()
-	m.ports.configure(s.PortRange, m.twReuse, opt.Seed)
+	m.tcp.configure(s.PortRange, m.twReuse, opt.Seed)
 	return m
 }
 
@@ -341,11 +340,11 @@ func (m *model) countClosesUnderWay() {
 			n++
 		}
 	}
-	m.twPeak[sideServer] = max(m.twPeak[sideServer], m.twN[sideServer]+n)
+	m.tcp.twPeak[sideServer] = max(m.tcp.twPeak[sideServer], m.tcp.twLive[sideServer]+n)
 }
 
 func (m *model) result() *Result {
-	m.col.SetSockets(m.twPeak[sideClient], m.twPeak[sideServer], m.openPeak)
+	m.col.SetSockets(m.tcp.twPeak[sideClient], m.tcp.twPeak[sideServer], m.openPeak)
 	return &Result{Summary: m.col.Summary(), Series: m.series, EngineEvents: m.processed}
 }
 
@@ -353,9 +352,9 @@ func (m *model) sample() {
 	x := Sample{
 		T:              roundS(m.now),
 		Open:           m.open,
-		TimeWait:       m.twN[sideClient],
-		ServerTimeWait: m.twN[sideServer],
-		PortsInUse:     m.open + m.twN[sideClient],
+		TimeWait:       m.tcp.twLive[sideClient],
+		ServerTimeWait: m.tcp.twLive[sideServer],
+		PortsInUse:     m.open + m.tcp.twLive[sideClient],
 		Requests:       m.col.s.Requests - m.lastSample.Requests,
 		Connects:       m.col.s.Connects - m.lastSample.Connects,
 		Errors:         m.col.s.Errors - m.lastSample.Errors,

@@ -178,19 +178,18 @@ func (m *model) takeIdle(o int32) (ci int32, raced bool, seen time.Duration, dro
 		ow.idle = ow.idle[:n-1]
 		c := &m.conns[ci]
 		closeAt, closing := m.serverCloseTime(c)
-		switch {
-		case closing && m.now >= closeAt+m.half:
-			// The server's FIN arrived while the connection sat idle: the
-			// client finds it dead and drops it without a TIME_WAIT.
+		switch findIdle(idleConn{c.lastUsed, c.created, closeAt, closing}, m.now, m.half, m.s.MaxIdleAge, m.s.MaxLifetime) {
+		case idleDead:
+			// The client drops it without a TIME_WAIT of its own.
 			m.closeConn(ci, sideServer, ReasonDead)
 			dropped++
-		case m.s.MaxIdleAge > 0 && m.now-c.lastUsed > m.s.MaxIdleAge:
+		case idleTooOld:
 			m.closeConn(ci, sideClient, ReasonMaxIdleAge)
 			dropped++
-		case m.s.MaxLifetime > 0 && m.now-c.created > m.s.MaxLifetime:
+		case idleTooLong:
 			m.closeConn(ci, sideClient, ReasonMaxLifetime)
 			dropped++
-		case closing && m.now+m.half >= closeAt:
+		case idleRaced:
 			// The request reaches the server after its idle timer fired.
 			if !c.srvClosed {
 				m.serverClose(ci, closeAt, ReasonIdleTimeout)

@@ -42,7 +42,7 @@ func (w *walker) connect(at time.Duration) int {
 // close puts the client's socket on port p in TIME_WAIT at time at.
 func (w *walker) close(at time.Duration, p int) {
 	w.m.now = at
-	w.m.enterTimeWait(sideClient, at, p)
+	w.m.enterTimeWait(sideClient, p)
 }
 
 func (w *walker) reused() int { return count(w.evs, KindTimeWaitEnd, "client", "reused") }
@@ -124,7 +124,7 @@ func TestPortWalkReshuffle(t *testing.T) {
 					at = append(at, now)
 				}
 			}
-			w.m.ports.free(p) // the server closes first: the port is free again
+			w.m.tcp.search.free(p) // the server closes first: the port is free again
 			last = p
 		}
 		return at
@@ -176,15 +176,15 @@ func TestPortWalkTakeover(t *testing.T) {
 			w.close(s.at, p)
 		}
 	}
-	if w.m.twN[sideClient] != 2 || w.m.twPeak[sideClient] != 2 {
-		t.Errorf("TIME_WAIT %d, peak %d: want 2, 2", w.m.twN[sideClient], w.m.twPeak[sideClient])
+	if w.m.tcp.twLive[sideClient] != 2 || w.m.tcp.twPeak[sideClient] != 2 {
+		t.Errorf("TIME_WAIT %d, peak %d: want 2, 2", w.m.tcp.twLive[sideClient], w.m.tcp.twPeak[sideClient])
 	}
 	// At 60.01 s the first two entries (taken over) are due: dropped without
 	// an expiry, while the sockets that took their ports stay.
 	w.m.now = 60010 * ms
 	w.m.timeWaitEnd(0, int32(sideClient))
-	if n := count(w.evs, KindTimeWaitEnd, "client", ""); n != 2 || w.m.twN[sideClient] != 2 {
-		t.Errorf("after 60 s: %d time_wait_end events, %d in TIME_WAIT: want 2 (the takeovers), 2", n, w.m.twN[sideClient])
+	if n := count(w.evs, KindTimeWaitEnd, "client", ""); n != 2 || w.m.tcp.twLive[sideClient] != 2 {
+		t.Errorf("after 60 s: %d time_wait_end events, %d in TIME_WAIT: want 2 (the takeovers), 2", n, w.m.tcp.twLive[sideClient])
 	}
 
 	// Without tcp_tw_reuse: nothing is taken over until TIME_WAIT ends.
@@ -212,8 +212,8 @@ func TestPortWalkTakeover(t *testing.T) {
 		w = newWalker(t, PortRange{40000, 40063}, reuse, 1)
 		p := w.connect(0)
 		w.close(0, p)
-		w.m.ports.shuffleAt = time.Hour
-		w.m.ports.start = p - 40000
+		w.m.tcp.search.shuffleAt = time.Hour
+		w.m.tcp.search.start = p - 40000
 		want, reused := p, 1
 		if !reuse {
 			want, reused = 40000+(p-40000+2)%64, 0
@@ -311,7 +311,7 @@ func TestPortsNext(t *testing.T) {
 		for _, fill := range []float64{0, 0.5, 0.99, 0.9999} {
 			w := newWalker(t, PortRange{10000, 10000 + size - 1}, false, 1)
 			port, _ := w.m.allocPort() // sets the range up
-			p := &w.m.ports
+			p := &w.m.tcp.search
 			p.release(port) // back to all free
 			free := [2][]bool{make([]bool, p.half[0]), make([]bool, p.half[1])}
 			for c := range 2 {

@@ -30,84 +30,183 @@ func (s side) word() Side {
 	return SideClient
 }
 
+// twEntry is a socket in TIME_WAIT: when it entered, the client port of
+// its connection, and its serial: on the client's side its number in the
+// port search (ports.enterTimeWait), on the server's the one srvTW holds
+// for the port.
 type twEntry struct {
-	at   time.Duration // entered TIME_WAIT
-	port int32         // client side only
-	seq  uint32        // client side: its number in the port search (ports.enterTimeWait)
+	at     time.Duration
+	port   int32
+	serial uint32
 }
 
-// sockets counts what the timeline and the summary show: open sockets and
-// each side's TIME_WAIT sockets. A side's TIME_WAIT queue is in order of
-// entry; on the client's, connect() may take a socket over before it
-// expires (allocPort), which leaves its entry behind, no longer matching its
-// port's number, to be dropped when it comes to the front.
-type sockets struct {
-	open, openPeak int
-	tw             [2]ring[twEntry]
-	twN            [2]int // sockets in TIME_WAIT now
-	twPeak         [2]int
-	twTimer        [2]bool // an expiry event is queued for the side's oldest entry
+// tcpSockets is one hop's TCP state that outlives connections, written
+// once for both engines: connect()'s search of the client's local ports
+// and each side's TIME_WAIT sockets. A side's queue is in order of entry,
+// so one expiry timer per side is enough; a socket taken over before it
+// expires leaves its entry behind, no longer live, to be dropped when it
+// comes to the front.
+type tcpSockets struct {
+	search    ports
+	twq       [2]ring[twEntry]
+	twLive    [2]int // sockets in TIME_WAIT now
+	twPeak    [2]int
+	twEntered [2]int
+	twTimer   [2]bool  // an expiry event is queued for the side's oldest entry
+	srvTW     []uint32 // by client port: the server's TIME_WAIT socket for it (its serial; 0: none); made on first use
+	srvSerial uint32
+	hiPort    int
+	// Taken over: client TIME_WAIT ports connect() took back (tcp_tw_reuse),
+	// and server TIME_WAIT sockets a new SYN from the same port took over.
+	twReused, twTakenOver int
 }
 
-// allocPort finds a local port for connect(), or reports EADDRNOTAVAIL.
-func (m *model) allocPort() (int, bool) {
-	port, tookOver, ok := m.ports.connect(m.now)
+func (k *tcpSockets) configure(r PortRange, twReuse bool, seed uint64) {
+	k.search.configure(r, twReuse, seed)
+	k.hiPort = r.Hi
+}
+
+// connect finds a local port for connect() at now, or reports
+// EADDRNOTAVAIL. On the port it lands on it may take over the client's own
+// TIME_WAIT socket (tcp_tw_reuse: clientTW); and a port whose last
+// connection the server closed first is free on the client's side, so if
+// the server still holds that TIME_WAIT socket, the new SYN takes it over
+// (tcp_timewait_state_process: same four-tuple, newer timestamp: serverTW).
+func (k *tcpSockets) connect(now time.Duration) (port int32, clientTW, serverTW, ok bool) {
+	p, tookOver, ok := k.search.connect(now)
+	if !ok {
+		return 0, false, false, false
+	}
+	port = int32(p)
 	if tookOver {
-		m.twN[sideClient]--
-		// Always emitted: the summary counts it (time_wait_reused).
-		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: port, By: SideClient, Reason: ReasonReused}
-		m.emit(&m.ev)
+		k.twLive[sideClient]--
+		k.twReused++
 	}
-	return port, ok
+	if k.srvTW != nil && k.srvTW[port] != 0 {
+		k.srvTW[port] = 0
+		k.twLive[sideServer]--
+		k.twTakenOver++
+		serverTW = true
+	}
+	return port, tookOver, serverTW, true
 }
 
-func (m *model) enterTimeWait(s side, at time.Duration, port int) {
-	tw := &m.tw[s]
-	e := twEntry{at: at, port: int32(port)}
-	if s == sideClient {
-		e.seq = m.ports.enterTimeWait(port, at)
+// enterTimeWait puts side s's socket of the connection from client port
+// port into TIME_WAIT now. It reports whether the side's expiry timer must
+// be queued, for nextExpiry.
+func (k *tcpSockets) enterTimeWait(s side, now time.Duration, port int32) (arm bool) {
+	e := twEntry{at: now, port: port}
+	if s == sideServer {
+		k.srvSerial++
+		e.serial = k.srvSerial
+		if k.srvTW == nil {
+			k.srvTW = make([]uint32, k.hiPort+1)
+		}
+		if k.srvTW[port] != 0 {
+			k.twLive[s]-- // cannot happen: the client's port was in use
+		}
+		k.srvTW[port] = e.serial
+	} else {
+		e.serial = k.search.enterTimeWait(int(port), now)
 	}
-	tw.push(e)
-	m.twN[s]++
-	m.twPeak[s] = max(m.twPeak[s], m.twN[s])
-	if !m.twTimer[s] {
-		m.twTimer[s] = true
-		m.schedule(tw.peek().at+TimeWaitLen, evTimeWaitEnd, 0, int32(s))
+	k.twq[s].push(e)
+	k.twEntered[s]++
+	k.twLive[s]++
+	k.twPeak[s] = max(k.twPeak[s], k.twLive[s])
+	if k.twTimer[s] {
+		return false
 	}
-	if m.socketEvents() {
-		m.ev = Event{Kind: KindTimeWait, At: at, LocalPort: port, By: s.word()}
-		m.emit(&m.ev)
-	}
+	k.twTimer[s] = true
+	return true
 }
 
-// timeWaitEnd expires the TIME_WAIT sockets of side s that are due, drops
-// the entries of sockets connect() took over, and queues one event for the
-// next oldest: the queue is in order of entry, so one timer per side is
-// enough.
-func (m *model) timeWaitEnd(_ int32, s int32) {
-	tw := &m.tw[s]
+// nextExpiry is when side s's oldest TIME_WAIT socket expires.
+func (k *tcpSockets) nextExpiry(s side) time.Duration { return k.twq[s].peek().at + TimeWaitLen }
+
+// expireOne ends side s's oldest TIME_WAIT socket if it is due at now
+// (freeing the client's port), dropping on the way the entries of sockets
+// taken over; ok is false when none is due. After the last, more reports
+// whether the timer goes on, for nextExpiry.
+func (k *tcpSockets) expireOne(s side, now time.Duration) (port int32, ok bool) {
+	tw := &k.twq[s]
 	for tw.len() > 0 {
 		e := tw.peek()
-		live := side(s) == sideServer || m.ports.holdsTimeWait(int(e.port), e.seq)
-		if live && e.at+TimeWaitLen > m.now {
+		var live bool
+		if s == sideServer {
+			live = k.srvTW[e.port] == e.serial
+		} else {
+			live = k.search.holdsTimeWait(int(e.port), e.serial)
+		}
+		if live && e.at+TimeWaitLen > now {
 			break
 		}
 		tw.pop()
 		if !live {
-			continue // taken over by connect()
+			continue
 		}
-		m.twN[s]--
-		if side(s) == sideClient {
-			m.ports.leaveTimeWait(int(e.port), e.seq)
+		if s == sideServer {
+			k.srvTW[e.port] = 0
+		} else {
+			k.search.leaveTimeWait(int(e.port), e.serial)
+		}
+		k.twLive[s]--
+		return e.port, true
+	}
+	return 0, false
+}
+
+// more reports whether side s's expiry timer goes on after expireOne.
+func (k *tcpSockets) more(s side) bool {
+	k.twTimer[s] = k.twq[s].len() > 0
+	return k.twTimer[s]
+}
+
+// sockets is the single hop's: its TCP state and its open sockets.
+type sockets struct {
+	tcp            tcpSockets
+	open, openPeak int
+}
+
+// allocPort finds a local port for connect(), or reports EADDRNOTAVAIL.
+func (m *model) allocPort() (int, bool) {
+	port, clientTW, serverTW, ok := m.tcp.connect(m.now)
+	if clientTW {
+		// Always emitted: the summary counts it (time_wait_reused).
+		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(port), By: SideClient, Reason: ReasonReused}
+		m.emit(&m.ev)
+	}
+	if serverTW && m.socketEvents() {
+		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(port), By: SideServer, Reason: ReasonTakenOver}
+		m.emit(&m.ev)
+	}
+	return int(port), ok
+}
+
+func (m *model) enterTimeWait(s side, port int) {
+	if m.tcp.enterTimeWait(s, m.now, int32(port)) {
+		m.schedule(m.tcp.nextExpiry(s), evTimeWaitEnd, 0, int32(s))
+	}
+	if m.socketEvents() {
+		m.ev = Event{Kind: KindTimeWait, At: m.now, LocalPort: port, By: s.word()}
+		m.emit(&m.ev)
+	}
+}
+
+// timeWaitEnd expires the TIME_WAIT sockets of side s that are due and
+// queues one event for the next oldest.
+func (m *model) timeWaitEnd(_ int32, s int32) {
+	for {
+		port, ok := m.tcp.expireOne(side(s), m.now)
+		if !ok {
+			break
 		}
 		if m.socketEvents() {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(e.port), By: side(s).word()}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(port), By: side(s).word()}
 			m.emit(&m.ev)
 		}
 	}
-	m.twTimer[s] = tw.len() > 0
-	if m.twTimer[s] {
-		m.schedule(tw.peek().at+TimeWaitLen, evTimeWaitEnd, 0, s)
+	if m.tcp.more(side(s)) {
+		m.schedule(m.tcp.nextExpiry(side(s)), evTimeWaitEnd, 0, s)
 	}
 }
 
@@ -136,7 +235,7 @@ func (m *model) closeConn(ci int32, first side, reason CloseReason) {
 			m.serverClose(ci, m.now, reason)
 		}
 		if reason != ReasonReset {
-			m.enterTimeWait(sideServer, m.now, 0)
+			m.enterTimeWait(sideServer, c.port)
 		}
 	}
 	c.state = connClosed
@@ -147,9 +246,9 @@ func (m *model) closeConn(ci int32, first side, reason CloseReason) {
 			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: SideClient, Reason: reason}
 			m.emit(&m.ev)
 		}
-		m.enterTimeWait(sideClient, m.now, c.port)
+		m.enterTimeWait(sideClient, c.port)
 	} else {
-		m.ports.free(c.port)
+		m.tcp.search.free(c.port)
 	}
 	ow := &m.owners[c.owner]
 	ow.open--
