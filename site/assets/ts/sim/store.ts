@@ -64,6 +64,7 @@ export class VariantData {
   private byPort = new Map<number, Sock>();
   private twQueue: Record<string, Sock[]> = { client: [], server: [] };
   private twHead: Record<string, number> = { client: 0, server: 0 };
+  private twByPort: Record<string, Map<number, Sock>> = { client: new Map(), server: new Map() };
   private lastServerClose: Sock | null = null;
 
   constructor(public name: string, public label: string, public settings: Record<string, unknown> = {}) {}
@@ -104,8 +105,8 @@ export class VariantData {
       case "time_wait": {
         const side = e.by === "server" ? "server" : "client";
         let s: Sock | null | undefined = null;
-        if (side === "client") s = e.local_port ? this.byPort.get(e.local_port) : null;
-        else if (this.lastServerClose && this.lastServerClose.close === e.at_ms) s = this.lastServerClose;
+        if (e.local_port) s = this.byPort.get(e.local_port);
+        else if (side === "server" && this.lastServerClose && this.lastServerClose.close === e.at_ms) s = this.lastServerClose;
         const entry: Sock = s && s.tw < 0 ? s : {
           id: 0, port: e.local_port || 0, worker: 0, open: -1, busy: [], close: e.at_ms,
           closeBy: side, reason: "", tw: -1, twEnd: -1, twBy: "",
@@ -113,21 +114,26 @@ export class VariantData {
         entry.tw = e.at_ms;
         entry.twBy = side;
         this.twQueue[side].push(entry);
+        if (e.local_port) this.twByPort[side].set(e.local_port, entry);
         break;
       }
       case "time_wait_end": {
-        // Both sides leave TIME_WAIT oldest first (expiry, or tcp_tw_reuse
-        // taking the oldest), so a queue per side finds the socket.
+        // A socket taken over (tcp_tw_reuse, or a new SYN on the server's)
+        // is found by its port; one that expires is the side's oldest.
         const side = e.by === "server" ? "server" : "client";
         const q = this.twQueue[side];
-        const i = this.twHead[side];
-        if (i < q.length) {
-          q[i].twEnd = e.at_ms;
-          this.twHead[side] = i + 1;
-          if (i > 4096) {
-            q.splice(0, i + 1);
-            this.twHead[side] = 0;
-          }
+        let s = e.local_port ? this.twByPort[side].get(e.local_port) : undefined;
+        if (!s || s.twEnd >= 0) {
+          while (this.twHead[side] < q.length && q[this.twHead[side]].twEnd >= 0) this.twHead[side]++;
+          s = q[this.twHead[side]];
+        }
+        if (s) s.twEnd = e.at_ms;
+        let i = this.twHead[side];
+        while (i < q.length && q[i].twEnd >= 0) i++;
+        this.twHead[side] = i;
+        if (i > 4096) {
+          q.splice(0, i);
+          this.twHead[side] = 0;
         }
         break;
       }
