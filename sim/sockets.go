@@ -53,9 +53,12 @@ type tcpSockets struct {
 	twPeak    [2]int
 	twEntered [2]int
 	twTimer   [2]bool  // an expiry event is queued for the side's oldest entry
-	srvTW     []uint32 // by client port: the server's TIME_WAIT socket for it (its serial; 0: none); made on first use
+	// By client port, from the range's low end, a page at a time as in
+	// the port search: the serial of the server's TIME_WAIT socket for it
+	// (0: none), so a run of a few connections stays cheap.
+	srvTW     []*[portPage]uint32
 	srvSerial uint32
-	hiPort    int
+	loPort    int
 	// Taken over: client TIME_WAIT ports connect() took back (tcp_tw_reuse),
 	// and server TIME_WAIT sockets a new SYN from the same port took over.
 	twReused, twTakenOver int
@@ -63,7 +66,32 @@ type tcpSockets struct {
 
 func (k *tcpSockets) configure(r PortRange, twReuse bool, seed uint64) {
 	k.search.configure(r, twReuse, seed)
-	k.hiPort = r.Hi
+	k.loPort = r.Lo
+}
+
+// srvSlot is where the server's TIME_WAIT serial for port is kept; nil
+// when none was ever kept on its page and add is false.
+func (k *tcpSockets) srvSlot(port int32, add bool) *uint32 {
+	j := int(port) - k.loPort
+	if j < 0 {
+		return nil // a port outside the range (tests' hand-made ones)
+	}
+	i := j / portPage
+	if i >= len(k.srvTW) {
+		if !add {
+			return nil
+		}
+		k.srvTW = append(k.srvTW, make([]*[portPage]uint32, i+1-len(k.srvTW))...)
+	}
+	pg := k.srvTW[i]
+	if pg == nil {
+		if !add {
+			return nil
+		}
+		pg = new([portPage]uint32)
+		k.srvTW[i] = pg
+	}
+	return &pg[j%portPage]
 }
 
 // connect finds a local port for connect() at now, or reports
@@ -82,8 +110,8 @@ func (k *tcpSockets) connect(now time.Duration) (port int32, clientTW, serverTW,
 		k.twLive[sideClient]--
 		k.twReused++
 	}
-	if k.srvTW != nil && k.srvTW[port] != 0 {
-		k.srvTW[port] = 0
+	if slot := k.srvSlot(port, false); slot != nil && *slot != 0 {
+		*slot = 0
 		k.twLive[sideServer]--
 		k.twTakenOver++
 		serverTW = true
@@ -99,13 +127,14 @@ func (k *tcpSockets) enterTimeWait(s side, now time.Duration, port int32) (arm b
 	if s == sideServer {
 		k.srvSerial++
 		e.serial = k.srvSerial
-		if k.srvTW == nil {
-			k.srvTW = make([]uint32, k.hiPort+1)
+		slot := k.srvSlot(port, true)
+		if slot == nil {
+			slot = new(uint32) // outside the range: kept nowhere, never taken over
 		}
-		if k.srvTW[port] != 0 {
+		if *slot != 0 {
 			k.twLive[s]-- // cannot happen: the client's port was in use
 		}
-		k.srvTW[port] = e.serial
+		*slot = e.serial
 	} else {
 		e.serial = k.search.enterTimeWait(int(port), now)
 	}
@@ -133,7 +162,8 @@ func (k *tcpSockets) expireOne(s side, now time.Duration) (port int32, ok bool) 
 		e := tw.peek()
 		var live bool
 		if s == sideServer {
-			live = k.srvTW[e.port] == e.serial
+			slot := k.srvSlot(e.port, false)
+			live = slot == nil || *slot == e.serial // nil: outside the range, kept nowhere
 		} else {
 			live = k.search.holdsTimeWait(int(e.port), e.serial)
 		}
@@ -145,7 +175,9 @@ func (k *tcpSockets) expireOne(s side, now time.Duration) (port int32, ok bool) 
 			continue
 		}
 		if s == sideServer {
-			k.srvTW[e.port] = 0
+			if slot := k.srvSlot(e.port, false); slot != nil {
+				*slot = 0
+			}
 		} else {
 			k.search.leaveTimeWait(int(e.port), e.serial)
 		}
