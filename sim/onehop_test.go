@@ -16,7 +16,7 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 	single = Default()
 	set(t, &single, "load", "closed", "concurrency", 4, "requests", 2000, "think_time", "30ms",
 		"tls", "none", "dns", "0s", "rtt", "2ms", "workers", 4, "threads", 1, "reuse", "pool",
-		"server_time", "1ms", "keepalive_timeout", "50ms", "calls_per_request", 1, "app_time", "0s")
+		"server_time", "1ms", "keepalive_timeout", "50ms", "keepalive_requests", 0, "calls_per_request", 1, "app_time", "0s")
 	set(t, &single, kv...)
 	chain = single
 	for _, n := range []string{"app", "api"} {
@@ -37,7 +37,8 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 		"tier.app.reuse", get("reuse"), "tier.app.max_idle_age", get("max_idle_age"), "tier.app.retry_on_race", single.RetryOnRace,
 		"tier.app.pool_max", single.PoolMax, "tier.app.upstream_keepalive", single.UpstreamKeepalive,
 		"tier.api.workers", 64, "tier.api.threads", 1, "tier.api.server_time", get("server_time"),
-		"tier.api.keepalive_timeout", get("keepalive_timeout"), "tier.api.rtt", get("rtt"))
+		"tier.api.keepalive_timeout", get("keepalive_timeout"), "tier.api.keepalive_requests", single.KeepaliveRequests,
+		"tier.api.server_jitter", single.ServerJitter, "tier.api.rtt", get("rtt"))
 	if single.Closer == SideServer {
 		set(t, &chain, "tier.api.server_closes_first", 1.0)
 	}
@@ -47,21 +48,40 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 // TestOneHopAgrees: a single hop and the same hop as a chain's give the
 // same calls, connections, races, errors, TIME_WAIT on each side and
 // times: each mechanism (the idle rule, the server's FIN on its way, the
-// race and its retry, ports and TIME_WAIT) behaves alike in both engines.
+// race and its retry, pools and their limits, ports and TIME_WAIT) behaves
+// alike in both engines. Where the engines still differ, the case says
+// why, and the test holds that they do: a case that comes to agree is
+// moved to the others.
 func TestOneHopAgrees(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		kv   []any
+		name    string
+		kv      []any
+		differs string
 	}{
-		{"a pool kept busy", nil},
-		{"every connection closed by the server's idle timer", []any{"think_time", "60ms"}},
-		{"every request meets the server's closing", []any{"think_time", "49ms"}},
-		{"a connection per call, closed by the client", []any{"reuse", "none"}},
-		{"a connection per call, closed by the server", []any{"reuse", "none", "closer", "server"}},
-		{"nginx's keepalive 2 under four calls at once", []any{"reuse", "upstream-keepalive", "upstream_keepalive", 2, "workers", 1, "threads", 0}},
-		{"the client's max idle age", []any{"think_time", "60ms", "max_idle_age", "40ms"}},
-		{"random arrivals: races, retried", []any{"load", "open", "rate", 20, "arrival", "poisson", "workers", 1}},
-		{"random arrivals: races, not retried", []any{"load", "open", "rate", 20, "arrival", "poisson", "workers", 1, "retry_on_race", false}},
+		{"a pool kept busy", nil, ""},
+		{"every connection closed by the server's idle timer", []any{"think_time", "60ms"}, ""},
+		{"every request meets the server's closing", []any{"think_time", "49ms"}, ""},
+		{"a connection per call, closed by the client", []any{"reuse", "none"}, ""},
+		{"a connection per call, closed by the server", []any{"reuse", "none", "closer", "server"}, ""},
+		{"nginx's keepalive 2 under four calls at once", []any{"reuse", "upstream-keepalive", "upstream_keepalive", 2, "workers", 1, "threads", 0}, ""},
+		{"the client's max idle age", []any{"think_time", "60ms", "max_idle_age", "40ms"}, ""},
+		{"random arrivals: races, retried", []any{"load", "open", "rate", 20, "arrival", "poisson", "workers", 1}, ""},
+		{"random arrivals: races, not retried", []any{"load", "open", "rate", 20, "arrival", "poisson", "workers", 1, "retry_on_race", false}, ""},
+		{"a pool of at most 2, calls wait", []any{"pool_max", 2, "workers", 1, "threads", 4, "think_time", "0s"}, ""},
+		{"a pool of at most 2, calls fail", []any{"pool_max", 2, "pool_full", "error", "workers", 1, "threads", 4, "think_time", "0s"}, ""},
+		{"a pool that keeps one idle connection", []any{"pool_max_idle", 1, "workers", 1, "threads", 4, "think_time", "1ms"}, ""},
+		{"the client's max lifetime", []any{"max_lifetime", "100ms"}, ""},
+		{"a connection per request of three calls", []any{"reuse", "request", "calls_per_request", 3}, ""},
+		{"a connection per process, closed on the server's idle timer", []any{"reuse", "process", "think_time", "60ms"}, ""},
+		{"a connection per process, the race", []any{"reuse", "process", "think_time", "49ms"}, ""},
+		{"ports run out", []any{"reuse", "none", "port_range", "40000-40199", "think_time", "0s"}, ""},
+		{"tcp_tw_reuse takes ports back", []any{"reuse", "none", "port_range", "40000-40199", "think_time", "0s", "tw_reuse", 1}, ""},
+		{"open arrivals, evenly spaced", []any{"load", "open", "rate", 100, "workers", 2}, ""},
+		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
+			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
+				"the chain takes the tier's server_closes_first share, measured on loopback where the two closes race"},
+		{"the server's work varies", []any{"server_jitter", 0.5},
+			"the engines draw their random numbers in another order, so each call's server time differs (the same spread)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			single, chain := oneHopPair(t, c.kv...)
@@ -76,12 +96,17 @@ func TestOneHopAgrees(t *testing.T) {
 			}
 			s, ch := &m.result().Summary, runChainT(t, chain, nil)
 			a := ch.Hop["api"]
-			got := fmt.Sprintf("calls %d, connects %d, reused %d, races %d, errors %d, TIME_WAIT peak client %d server %d, call p50 %.3f mean %.3f, response mean %.3f, %.3f s",
-				a.Calls, a.Connects, a.Reused, a.Races, a.Errors, a.TimeWaitClientPeak, a.TimeWaitServerPeak, a.Call.P50, a.Call.Mean, ch.Response.Mean, ch.DurationS)
-			want := fmt.Sprintf("calls %d, connects %d, reused %d, races %d, errors %d, TIME_WAIT peak client %d server %d, call p50 %.3f mean %.3f, response mean %.3f, %.3f s",
-				s.Calls, s.Connects, s.Reused, s.Races, s.Errors, s.TimeWaitPeak, s.ServerTimeWaitPeak, s.Total.P50, s.Total.Mean, s.Response.Mean, s.DurationS)
-			if got != want {
+			got := fmt.Sprintf("calls %d, connects %d, reused %d, races %d, errors %d, port errors %d, TIME_WAIT peak client %d server %d, reused %d, call p50 %.3f mean %.3f, response mean %.3f, %.3f s",
+				a.Calls, a.Connects, a.Reused, a.Races, a.Errors, a.PortErrors, a.TimeWaitClientPeak, a.TimeWaitServerPeak, a.TimeWaitReused, a.Call.P50, a.Call.Mean, ch.Response.Mean, ch.DurationS)
+			want := fmt.Sprintf("calls %d, connects %d, reused %d, races %d, errors %d, port errors %d, TIME_WAIT peak client %d server %d, reused %d, call p50 %.3f mean %.3f, response mean %.3f, %.3f s",
+				s.Calls, s.Connects, s.Reused, s.Races, s.Errors, s.PortErrors, s.TimeWaitPeak, s.ServerTimeWaitPeak, s.TimeWaitReused, s.Total.P50, s.Total.Mean, s.Response.Mean, s.DurationS)
+			switch {
+			case c.differs == "" && got != want:
 				t.Errorf("the chain's hop:\n  %s\nthe single hop:\n  %s", got, want)
+			case c.differs != "" && got == want:
+				t.Errorf("the engines now agree (%s): move the case to those that do", got)
+			case c.differs != "":
+				t.Logf("a known difference, %s:\n  the chain's hop: %s\n  the single hop:  %s", c.differs, got, want)
 			}
 		})
 	}

@@ -52,7 +52,7 @@ type tcpSockets struct {
 	twLive    [2]int // sockets in TIME_WAIT now
 	twPeak    [2]int
 	twEntered [2]int
-	twTimer   [2]bool  // an expiry event is queued for the side's oldest entry
+	twTimer   [2]bool // an expiry event is queued for the side's oldest entry
 	// By client port, from the range's low end, a page at a time as in
 	// the port search: the serial of the server's TIME_WAIT socket for it
 	// (0: none), so a run of a few connections stays cheap.
