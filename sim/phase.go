@@ -55,13 +55,24 @@ func (p *Phase) Stat(s *Summary) (Stat, bool) {
 
 func (p *Phase) stat(s *Summary) *Stat { return (*Stat)(unsafe.Add(unsafe.Pointer(s), p.statOff)) }
 
+// The phases' keys, for code that names one (the harness's tolerance
+// counts the round trips each holds).
+const (
+	PhaseQueue         = "queue"
+	PhaseNameLookup    = "namelookup"
+	PhaseConnect       = "connect"
+	PhaseAppConnect    = "appconnect"
+	PhaseStartTransfer = "starttransfer"
+	PhaseTotal         = "total"
+)
+
 var phases = []Phase{
-	{Key: "queue", Segment: "queue", Color: "#b9c2cc"},
-	{Key: "namelookup", Setup: true, Segment: "dns", Color: "#0d9aa8"},
-	{Key: "connect", Setup: true, Segment: "connect", Color: "#f29f05"},
-	{Key: "appconnect", Setup: true, Segment: "tls", Color: "#b65ad5"},
-	{Key: "starttransfer", Segment: "wait", Color: "#36b37e"},
-	{Key: "total", Segment: "download", Color: "#1f78d1"},
+	{Key: PhaseQueue, Segment: "queue", Color: "#b9c2cc"},
+	{Key: PhaseNameLookup, Setup: true, Segment: "dns", Color: "#0d9aa8"},
+	{Key: PhaseConnect, Setup: true, Segment: "connect", Color: "#f29f05"},
+	{Key: PhaseAppConnect, Setup: true, Segment: "tls", Color: "#b65ad5"},
+	{Key: PhaseStartTransfer, Segment: "wait", Color: "#36b37e"},
+	{Key: PhaseTotal, Segment: "download", Color: "#1f78d1"},
 }
 
 // curlPhases are the phases a Summary holds, in order, and curlOffsets

@@ -72,15 +72,15 @@ func (t Tolerance) WithTare(tare time.Duration, s *sim.Scenario) Tolerance {
 func (t Trips) of(phase string, mostlyNew bool) int {
 	newCall, reused := t.DNS+t.NewConn+t.Server, t.Reused+t.Server
 	switch phase {
-	case "namelookup":
+	case sim.PhaseNameLookup:
 		return t.DNS
-	case "connect":
+	case sim.PhaseConnect:
 		return t.DNS + 1
-	case "appconnect":
+	case sim.PhaseAppConnect:
 		return t.DNS + 1 + t.TLS
-	case "total, new conn":
+	case PhaseNewConn:
 		return newCall
-	case "total, reused":
+	case PhaseReused:
 		return reused
 	}
 	if mostlyNew {
@@ -122,6 +122,13 @@ func ParseTolerance(s string) (Tolerance, error) {
 	}
 	return t, nil
 }
+
+// The rows by kind of call: the totals of the calls that opened a
+// connection and of those that ran on a kept one.
+const (
+	PhaseNewConn = "total, new conn"
+	PhaseReused  = "total, reused"
+)
 
 // PhaseRow sets one phase's measured median against the model's.
 type PhaseRow struct {
@@ -180,8 +187,8 @@ func ComparePhases(model, measured *sim.Summary, tol Tolerance) []PhaseRow {
 		f := float64(model.Connects) / float64(model.Connects+model.Reused)
 		halfAndHalf = math.Abs(f-0.5) < 0.1
 		phases = append(phases,
-			phase{"total, new conn", model.NewConnTotal, measured.NewConnTotal, false, measured.Connects <= 2},
-			phase{"total, reused", model.ReusedTotal, measured.ReusedTotal, false, false})
+			phase{PhaseNewConn, model.NewConnTotal, measured.NewConnTotal, false, measured.Connects <= 2},
+			phase{PhaseReused, model.ReusedTotal, measured.ReusedTotal, false, false})
 	}
 	rows := make([]PhaseRow, 0, len(phases))
 	for _, p := range phases {
@@ -570,9 +577,9 @@ func (vc *VariantComparison) harnessLate() string {
 		}
 		calls := m.Calls - m.Errors
 		switch p.Phase {
-		case "total, reused":
+		case PhaseReused:
 			calls = m.Reused
-		case "namelookup", "connect", "appconnect", "total, new conn":
+		case sim.PhaseNameLookup, sim.PhaseConnect, sim.PhaseAppConnect, PhaseNewConn:
 			calls = m.Connects
 		}
 		// Lateness only adds time: a phase below the model is not the
