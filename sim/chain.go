@@ -36,6 +36,10 @@ import (
 //	dispatch           how its new connections are spread over its workers:
 //	                   random (the kernel hands each to whichever worker
 //	                   takes it first, as with nginx's workers), else in turn
+//	tls, cert, handshake_cpu, resume_cpu, tls_resume, early_data
+//	                   the TLS of the hop into it, as for a single hop
+//	                   (tls.go): a caller resumes a session its pool or
+//	                   cache holds when tls_resume is set; none by default
 //
 // As a client of the next tier it uses: reuse (none, request, pool or
 // process, upstream-keepalive), upstream_keepalive, pool_max,
@@ -94,12 +98,11 @@ var blockOnlyKeys = map[string]bool{
 	"series_interval": true, "client_keepalive": true, "cpus": true, "cpu_background": true, "load_cpu": true, "load_stalls": true, "load_stall": true, "load_stall_p99": true,
 }
 
-// tierUnsupported are keys the chain does not model: each tier is plain
-// TCP on addresses that need no lookup, answering small responses.
+// tierUnsupported are keys the chain does not model: each tier is reached
+// at an address that needs no lookup and answers small responses.
 var tierUnsupported = map[string]string{
-	"tls": "tiers are plain TCP", "tls_resume": "tiers are plain TCP", "early_data": "tiers are plain TCP",
-	"cert": "tiers are plain TCP", "handshake_cpu": "tiers are plain TCP", "resume_cpu": "tiers are plain TCP", "setup_rtts": "not modelled in tiers",
-	"dns": "tiers connect to addresses", "dns_cache_timeout": "tiers connect to addresses",
+	"setup_rtts": "not modelled in tiers",
+	"dns":        "tiers connect to addresses", "dns_cache_timeout": "tiers connect to addresses",
 	"share_sets": "not modelled in tiers", "app_time": "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",
@@ -228,7 +231,7 @@ func (s *Scenario) validateChain() error {
 		return paramErr("mode", "tiers run in web mode")
 	}
 	if s.TLS != "none" {
-		return paramErr("tls", "tiers are plain TCP: set tls = \"none\" on the block")
+		return paramErr("tls", "each hop has the TLS of its tier: set tls = \"none\" on the block and tier.NAME.tls on the tiers reached over TLS")
 	}
 	if s.DNS != 0 {
 		return paramErr("dns", "tiers connect to addresses: set dns = \"0s\" on the block")

@@ -142,7 +142,9 @@ type cjob struct {
 	queued    time.Duration
 	callStart time.Duration
 	callWait  time.Duration // waited for a pool connection
-	connected time.Duration // its current call's connection was up
+	connected time.Duration // its current call's new connection was up (TCP)
+	secured   time.Duration // ... and its TLS handshake done (0: none)
+	handshake Handshake     // that handshake's kind
 	srvDone   time.Duration // its tier finished it
 	failMsg   string
 }
@@ -637,6 +639,7 @@ func (m *chainModel) callBegin(ji int32) {
 	j := &m.jobs[ji]
 	j.calls++
 	j.callStart, j.callNew, j.callRetry, j.callWait, j.callConn = m.now, false, false, 0, -1
+	j.secured, j.handshake = 0, ""
 	m.acquire(ji)
 }
 
@@ -730,18 +733,30 @@ func (m *chainModel) openConn(ji, o int32) {
 }
 
 // connect: the TCP handshake of job ji's new connection takes one round
-// trip; the request follows at once.
+// trip, then the hop's TLS handshake, if it has one (tlsHandshake: its
+// round trips and CPU, resumed when the connection's owner holds a
+// session); the request follows at once.
 func (m *chainModel) connect(ji int32) {
 	j := &m.jobs[ji]
 	h := int(j.tier) + 1
-	m.sendRequest(ji, j.callConn, m.now+2*m.tiers[h].half)
+	t := &m.tiers[h]
+	ready := m.now + 2*t.half
+	j.connected = ready
+	if t.s.TLS != TLSNone {
+		ow := &m.owners[m.conns[j.callConn].owner]
+		hs := tlsHandshake(&t.s, ow.hasTLS)
+		ow.hasTLS = true
+		ready += time.Duration(hs.rtts)*2*t.half + hs.cpu
+		j.secured, j.handshake = ready, hs.kind
+	}
+	m.sendRequest(ji, j.callConn, ready)
 }
 
 // sendRequest sends job ji's call on connection ci at time ready: the
 // called tier's job reaches it half a round trip later.
 func (m *chainModel) sendRequest(ji, ci int32, ready time.Duration) {
 	j := &m.jobs[ji]
-	j.callConn, j.connected = ci, ready
+	j.callConn = ci
 	h := int(j.tier) + 1
 	c := &m.conns[ci]
 	c.state = connActive
@@ -792,6 +807,9 @@ func (m *chainModel) response(ki int32) {
 			Total: total}
 		if j.callNew {
 			e.Connect = j.connected - j.callStart
+			if j.secured > 0 {
+				e.AppConnect, e.Handshake = j.secured-j.callStart, j.handshake
+			}
 		}
 		if failed {
 			e.Error = "the called tier failed"

@@ -290,7 +290,8 @@ func TestChainValidate(t *testing.T) {
 	}{
 		{"tier.nobody.workers", 2, `no tier named "nobody" (tiers: nginx, app, redis)`},
 		{"tier.app.concurrency", 3, "describes the load"},
-		{"tier.app.tls", "1.3", "plain TCP"},
+		{"tier.app.dns", "10ms", "tiers connect to addresses"},
+		{"tier.app.tls", "1.4", "want one of"},
 		{"tier.app.workers", 0, "out of range"},
 		{"tier.app", 1, "tier.NAME.KEY"},
 	} {
@@ -308,8 +309,14 @@ func TestChainValidate(t *testing.T) {
 	}
 	s = stackScenario(t)
 	set(t, &s, "tls", "1.3")
-	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "tls") {
-		t.Errorf("TLS in a chain: %v", err)
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "tier.NAME.tls") {
+		t.Errorf("TLS on a chain's block, for every hop: %v", err)
+	}
+	// A hop's TLS is its tier's.
+	s = stackScenario(t)
+	set(t, &s, "tier.redis.tls", "1.2")
+	if err := s.Validate(); err != nil || s.TierScenario(2).TLS != TLS12 || s.TierScenario(1).TLS != TLSNone {
+		t.Errorf("tier.redis.tls = 1.2: %v; redis %q, app %q", err, s.TierScenario(2).TLS, s.TierScenario(1).TLS)
 	}
 	if err := s.AddTier("app"); err == nil {
 		t.Error("two tiers named app")

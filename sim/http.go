@@ -83,7 +83,7 @@ func (m *model) openConn(ri, o int32, t0 time.Duration) {
 	r.connect = ready - r.callStart
 	if m.s.TLS != TLSNone {
 		tlsO := m.ownerFor(ri, ShareSSLSession)
-		hs := m.tlsHandshake(m.owners[tlsO].hasTLS)
+		hs := tlsHandshake(&m.s, m.owners[tlsO].hasTLS)
 		m.owners[tlsO].hasTLS = true
 		ready += time.Duration(hs.rtts)*m.s.RTT + hs.cpu
 		r = &m.reqs[ri]

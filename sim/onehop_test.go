@@ -38,7 +38,9 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 		"tier.app.pool_max", single.PoolMax, "tier.app.upstream_keepalive", single.UpstreamKeepalive,
 		"tier.api.workers", 64, "tier.api.threads", 1, "tier.api.server_time", get("server_time"),
 		"tier.api.keepalive_timeout", get("keepalive_timeout"), "tier.api.keepalive_requests", single.KeepaliveRequests,
-		"tier.api.server_jitter", single.ServerJitter, "tier.api.rtt", get("rtt"))
+		"tier.api.server_jitter", single.ServerJitter, "tier.api.rtt", get("rtt"),
+		"tier.api.tls", get("tls"), "tier.api.tls_resume", single.TLSResume, "tier.api.early_data", single.EarlyData, "tier.api.cert", get("cert"))
+	set(t, &chain, "early_data", false, "tls_resume", false, "tls", "none") // each hop has its own
 	if single.Closer == SideServer {
 		set(t, &chain, "tier.api.server_closes_first", 1.0)
 	}
@@ -77,6 +79,12 @@ func TestOneHopAgrees(t *testing.T) {
 		{"ports run out", []any{"reuse", "none", "port_range", "40000-40199", "think_time", "0s"}, ""},
 		{"tcp_tw_reuse takes ports back", []any{"reuse", "none", "port_range", "40000-40199", "think_time", "0s", "tw_reuse", 1}, ""},
 		{"open arrivals, evenly spaced", []any{"load", "open", "rate", 100, "workers", 2}, ""},
+		{"TLS 1.3, full handshakes, on kept connections", []any{"tls", "1.3", "tls_resume", false, "think_time", "60ms"}, ""},
+		{"TLS 1.2, a connection per call", []any{"tls", "1.2", "reuse", "none"}, ""},
+		{"TLS 1.3 resumed, a connection per call", []any{"tls", "1.3", "tls_resume", true, "reuse", "none"}, ""},
+		{"TLS 1.3 resumed from the pool's session", []any{"tls", "1.3", "tls_resume", true, "think_time", "60ms"}, ""},
+		{"TLS 1.2 resumed from the pool's session", []any{"tls", "1.2", "tls_resume", true, "think_time", "60ms", "cert", "ecdsa-p256"}, ""},
+		{"TLS 1.3 0-RTT", []any{"tls", "1.3", "tls_resume", true, "early_data", true, "think_time", "60ms"}, ""},
 		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
 			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
 				"the chain takes the tier's server_closes_first share, measured on loopback where the two closes race"},

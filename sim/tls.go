@@ -19,8 +19,9 @@ type handshake struct {
 	cpu  time.Duration // client and server CPU on the critical path
 }
 
-// tlsHandshake returns the handshake a new connection does, given whether
-// the client holds a session it may resume:
+// tlsHandshake returns the handshake a new connection of s does (a single
+// hop's, or a chain's hop into a tier with that tier's scenario), given
+// whether the client holds a session it may resume:
 //
 //	TLS 1.2 full           2 RTT, certificate signature + verification + ECDHE
 //	TLS 1.2 resumed        1 RTT, symmetric crypto only
@@ -29,29 +30,29 @@ type handshake struct {
 //	TLS 1.3 0-RTT          0 RTT: the request rides with the ClientHello
 //
 // (RFC 5246, RFC 8446 §2.)
-func (m *model) tlsHandshake(haveSession bool) handshake {
+func tlsHandshake(s *Scenario, haveSession bool) handshake {
 	sign, verify := rsa2048Sign, rsa2048Verify
-	if m.s.Cert == CertECDSAP256 {
+	if s.Cert == CertECDSAP256 {
 		sign, verify = p256Sign, p256Verify
 	}
 	full := sign + verify + 2*ecdhP256
-	if m.s.HandshakeCPU > 0 {
-		full = m.s.HandshakeCPU // measured, e.g. for another TLS stack
+	if s.HandshakeCPU > 0 {
+		full = s.HandshakeCPU // measured, e.g. for another TLS stack
 	}
 	resumed := 2 * ecdhP256 // TLS 1.3 psk_dhe_ke: one ECDHE per side
-	if m.s.TLS == TLS12 {
+	if s.TLS == TLS12 {
 		resumed = 0 // abbreviated handshake: symmetric crypto only
 	}
-	if m.s.ResumeCPU > 0 {
-		resumed = m.s.ResumeCPU // measured, e.g. for another TLS stack
+	if s.ResumeCPU > 0 {
+		resumed = s.ResumeCPU // measured, e.g. for another TLS stack
 	}
-	resume := haveSession && m.s.TLSResume
+	resume := haveSession && s.TLSResume
 	switch {
-	case m.s.TLS == TLS12 && resume:
+	case s.TLS == TLS12 && resume:
 		return handshake{HandshakeResumed, 1, resumed}
-	case m.s.TLS == TLS12:
+	case s.TLS == TLS12:
 		return handshake{HandshakeFull, 2, full}
-	case resume && m.s.EarlyData:
+	case resume && s.EarlyData:
 		return handshake{Handshake0RTT, 0, resumed}
 	case resume:
 		return handshake{HandshakeResumed, 1, resumed}

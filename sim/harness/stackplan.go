@@ -56,6 +56,11 @@ func stackConfig(s *sim.Scenario) (stack.Config, stack.Load, error) {
 	names := s.TierNames()
 	ng, app := s.TierScenario(0), s.TierScenario(1)
 	key := func(i int, k string) string { return "tier." + names[i] + "." + k }
+	for i := range names {
+		if t := s.TierScenario(i); t.TLS != sim.TLSNone {
+			return c, l, refuse(key(i, "tls"), "the real stack's hops are plain TCP (tls = \"none\"), got %q", t.TLS)
+		}
+	}
 	c.NginxWorkers = ng.Workers
 	switch ng.Reuse {
 	case sim.ReuseNone:

@@ -14,7 +14,9 @@ const colour = (seg: string): string => PHASES.find((p) => p.segment === seg)?.c
 
 interface HopState { open: number; idle: number; twClient: number; twServer: number; connects: number }
 
-interface ReqCall { hop: number; call: number; start: number; connect: number; total: number; newConn: boolean; error: boolean }
+// connect and tls: when the call's new connection was up, and its TLS
+// handshake done (0: none), from the call's start.
+interface ReqCall { hop: number; call: number; start: number; connect: number; tls: number; total: number; newConn: boolean; error: boolean }
 
 // The request the waterfall shows: one after the users' first round, so
 // that kept connections show as kept (the first request, in a run of fewer).
@@ -83,7 +85,7 @@ export class ChainView {
     if (!list) this.calls.set(req, (list = []));
     list.push({
       hop: e.hop || 0, call: e.call || 1, start: e.start_ms || 0, connect: e.new_conn ? e.connect_ms || 0 : 0,
-      total: e.total_ms || 0, newConn: !!e.new_conn, error: !!e.error,
+      tls: e.new_conn ? e.appconnect_ms || 0 : 0, total: e.total_ms || 0, newConn: !!e.new_conn, error: !!e.error,
     });
   }
 
@@ -163,11 +165,19 @@ export class ChainView {
       bar.style.left = ((100 * (c.start - t0)) / span).toFixed(2) + "%";
       bar.style.width = Math.max(0.5, (100 * c.total) / span).toFixed(2) + "%";
       bar.style.background = c.error ? ERROR : colour("wait");
+      const pct = (v: number): string => ((100 * v) / Math.max(c.total, 1e-6)).toFixed(2) + "%";
       if (c.connect > 0) {
         const conn = el("span", "sim-chain-connect");
-        conn.style.width = ((100 * c.connect) / Math.max(c.total, 1e-6)).toFixed(2) + "%";
+        conn.style.width = pct(c.connect);
         conn.style.background = colour("connect");
         bar.append(conn);
+      }
+      if (c.tls > c.connect) {
+        const tls = el("span", "sim-chain-connect");
+        tls.style.left = pct(c.connect);
+        tls.style.width = pct(c.tls - c.connect);
+        tls.style.background = colour("tls");
+        bar.append(tls);
       }
       bar.title = ms(c.total) + (c.newConn ? " · " + t("w_chain_new_conn") : " · " + t("w_chain_reused"));
       track.append(bar);
