@@ -40,6 +40,10 @@ import (
 //	                   the TLS of the hop into it, as for a single hop
 //	                   (tls.go): a caller resumes a session its pool or
 //	                   cache holds when tls_resume is set; none by default
+//	dns, dns_cache_timeout
+//	                   the lookup of its name before a new connection, as
+//	                   for a single hop (dns.go), cached by the caller's
+//	                   pool or cache; none by default
 //
 // As a client of the next tier it uses: reuse (none, request, pool or
 // process, upstream-keepalive), upstream_keepalive, pool_max,
@@ -98,11 +102,10 @@ var blockOnlyKeys = map[string]bool{
 	"series_interval": true, "client_keepalive": true, "cpus": true, "cpu_background": true, "load_cpu": true, "load_stalls": true, "load_stall": true, "load_stall_p99": true,
 }
 
-// tierUnsupported are keys the chain does not model: each tier is reached
-// at an address that needs no lookup and answers small responses.
+// tierUnsupported are keys the chain does not model: each tier answers
+// small responses.
 var tierUnsupported = map[string]string{
 	"setup_rtts": "not modelled in tiers",
-	"dns":        "tiers connect to addresses", "dns_cache_timeout": "tiers connect to addresses",
 	"share_sets": "not modelled in tiers", "app_time": "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",
@@ -234,7 +237,7 @@ func (s *Scenario) validateChain() error {
 		return paramErr("tls", "each hop has the TLS of its tier: set tls = \"none\" on the block and tier.NAME.tls on the tiers reached over TLS")
 	}
 	if s.DNS != 0 {
-		return paramErr("dns", "tiers connect to addresses: set dns = \"0s\" on the block")
+		return paramErr("dns", "each hop looks up the name of its tier: set dns = \"0s\" on the block and tier.NAME.dns on the tiers reached by name")
 	}
 	if s.CPUs > 0 && s.CPUBackground >= float64(s.CPUs) {
 		return paramErr("cpu_background", "%g CPUs of other work leave nothing of cpus = %d", s.CPUBackground, s.CPUs)

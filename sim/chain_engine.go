@@ -142,6 +142,8 @@ type cjob struct {
 	queued    time.Duration
 	callStart time.Duration
 	callWait  time.Duration // waited for a pool connection
+	lookup    time.Duration // its current call's DNS lookup, before its new connection
+	resolved  time.Duration // ... which ended then
 	connected time.Duration // its current call's new connection was up (TCP)
 	secured   time.Duration // ... and its TLS handshake done (0: none)
 	handshake Handshake     // that handshake's kind
@@ -639,7 +641,7 @@ func (m *chainModel) callBegin(ji int32) {
 	j := &m.jobs[ji]
 	j.calls++
 	j.callStart, j.callNew, j.callRetry, j.callWait, j.callConn = m.now, false, false, 0, -1
-	j.secured, j.handshake = 0, ""
+	j.lookup, j.secured, j.handshake = 0, 0, ""
 	m.acquire(ji)
 }
 
@@ -713,9 +715,12 @@ func (m *chainModel) openConn(ji, o int32) {
 	ci := m.newConn(h, o, port)
 	j = &m.jobs[ji]
 	j.callNew, j.callConn = true, ci
+	// The lookup comes first; connect() waits it out.
+	j.lookup = resolve(&m.owners[o], &m.tiers[h].s, m.now)
+	j.resolved = m.now + j.lookup
 	hp.connects++
 	if m.sink != nil {
-		m.ev = Event{Kind: KindOpen, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
+		m.ev = Event{Kind: KindOpen, At: j.resolved, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
 			Conn: m.conns[ci].id, LocalPort: int(port)}
 		m.sink(&m.ev)
 	}
@@ -732,15 +737,15 @@ func (m *chainModel) openConn(ji, o int32) {
 	m.connect(ji)
 }
 
-// connect: the TCP handshake of job ji's new connection takes one round
-// trip, then the hop's TLS handshake, if it has one (tlsHandshake: its
+// connect: after the DNS lookup (openConn), the TCP handshake of job ji's
+// new connection takes one round trip, then the hop's TLS handshake, if it has one (tlsHandshake: its
 // round trips and CPU, resumed when the connection's owner holds a
 // session); the request follows at once.
 func (m *chainModel) connect(ji int32) {
 	j := &m.jobs[ji]
 	h := int(j.tier) + 1
 	t := &m.tiers[h]
-	ready := m.now + 2*t.half
+	ready := m.now + j.lookup + 2*t.half
 	j.connected = ready
 	if t.s.TLS != TLSNone {
 		ow := &m.owners[m.conns[j.callConn].owner]
@@ -806,6 +811,7 @@ func (m *chainModel) response(ki int32) {
 			Retried: j.callRetry, Start: j.callStart, Queue: j.callWait, StartTransfer: srvDone + m.tiers[h].half - j.callStart,
 			Total: total}
 		if j.callNew {
+			e.NameLookup = j.resolved - j.callStart
 			e.Connect = j.connected - j.callStart
 			if j.secured > 0 {
 				e.AppConnect, e.Handshake = j.secured-j.callStart, j.handshake

@@ -290,7 +290,8 @@ func TestChainValidate(t *testing.T) {
 	}{
 		{"tier.nobody.workers", 2, `no tier named "nobody" (tiers: nginx, app, redis)`},
 		{"tier.app.concurrency", 3, "describes the load"},
-		{"tier.app.dns", "10ms", "tiers connect to addresses"},
+		{"tier.app.max_requests", 5, "not modelled in tiers"},
+		{"tier.app.dns", "-1ms", "tier.app.dns"},
 		{"tier.app.tls", "1.4", "want one of"},
 		{"tier.app.workers", 0, "out of range"},
 		{"tier.app", 1, "tier.NAME.KEY"},
@@ -311,6 +312,11 @@ func TestChainValidate(t *testing.T) {
 	set(t, &s, "tls", "1.3")
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "tier.NAME.tls") {
 		t.Errorf("TLS on a chain's block, for every hop: %v", err)
+	}
+	s = stackScenario(t)
+	set(t, &s, "dns", "10ms")
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "tier.NAME.dns") {
+		t.Errorf("DNS on a chain's block, for every hop: %v", err)
 	}
 	// A hop's TLS is its tier's.
 	s = stackScenario(t)

@@ -39,8 +39,9 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 		"tier.api.workers", 64, "tier.api.threads", 1, "tier.api.server_time", get("server_time"),
 		"tier.api.keepalive_timeout", get("keepalive_timeout"), "tier.api.keepalive_requests", single.KeepaliveRequests,
 		"tier.api.server_jitter", single.ServerJitter, "tier.api.rtt", get("rtt"),
-		"tier.api.tls", get("tls"), "tier.api.tls_resume", single.TLSResume, "tier.api.early_data", single.EarlyData, "tier.api.cert", get("cert"))
-	set(t, &chain, "early_data", false, "tls_resume", false, "tls", "none") // each hop has its own
+		"tier.api.tls", get("tls"), "tier.api.tls_resume", single.TLSResume, "tier.api.early_data", single.EarlyData, "tier.api.cert", get("cert"),
+		"tier.api.dns", get("dns"), "tier.api.dns_cache_timeout", get("dns_cache_timeout"))
+	set(t, &chain, "early_data", false, "tls_resume", false, "tls", "none", "dns", "0s") // each hop has its own
 	if single.Closer == SideServer {
 		set(t, &chain, "tier.api.server_closes_first", 1.0)
 	}
@@ -85,6 +86,10 @@ func TestOneHopAgrees(t *testing.T) {
 		{"TLS 1.3 resumed from the pool's session", []any{"tls", "1.3", "tls_resume", true, "think_time", "60ms"}, ""},
 		{"TLS 1.2 resumed from the pool's session", []any{"tls", "1.2", "tls_resume", true, "think_time", "60ms", "cert", "ecdsa-p256"}, ""},
 		{"TLS 1.3 0-RTT", []any{"tls", "1.3", "tls_resume", true, "early_data", true, "think_time", "60ms"}, ""},
+		{"DNS, cached by the pool", []any{"dns", "5ms", "think_time", "60ms"}, ""},
+		{"DNS, cached 100 ms", []any{"dns", "5ms", "dns_cache_timeout", "100ms", "think_time", "60ms"}, ""},
+		{"DNS, not cached, and TLS 1.2 per call", []any{"dns", "5ms", "dns_cache_timeout", "0s", "tls", "1.2", "reuse", "none"}, ""},
+		{"DNS per request of three calls", []any{"dns", "5ms", "reuse", "request", "calls_per_request", 3, "think_time", "60ms"}, ""},
 		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
 			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
 				"the chain takes the tier's server_closes_first share, measured on loopback where the two closes race"},

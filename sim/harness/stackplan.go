@@ -57,8 +57,11 @@ func stackConfig(s *sim.Scenario) (stack.Config, stack.Load, error) {
 	ng, app := s.TierScenario(0), s.TierScenario(1)
 	key := func(i int, k string) string { return "tier." + names[i] + "." + k }
 	for i := range names {
-		if t := s.TierScenario(i); t.TLS != sim.TLSNone {
+		switch t := s.TierScenario(i); {
+		case t.TLS != sim.TLSNone:
 			return c, l, refuse(key(i, "tls"), "the real stack's hops are plain TCP (tls = \"none\"), got %q", t.TLS)
+		case t.DNS != 0:
+			return c, l, refuse(key(i, "dns"), "the real stack's tiers are reached at addresses, with no lookup (dns = \"0s\"), got %s", sim.FormatDuration(t.DNS))
 		}
 	}
 	c.NginxWorkers = ng.Workers
