@@ -44,6 +44,12 @@ import (
 //	                   the lookup of its name before a new connection, as
 //	                   for a single hop (dns.go), cached by the caller's
 //	                   pool or cache; none by default
+//	response_bytes, mss, init_cwnd, slow_start_after_idle
+//	                   its responses and their slow start (tcp.go)
+//	connect_cpu, client_cpu, client_read_cpu
+//	                   the caller's CPU for the hop, on the call's time as
+//	                   for a single hop (client_conn_time is the caller's
+//	                   work on its own tier's CPU)
 //
 // As a client of the next tier it uses: reuse (none, request, pool or
 // process, upstream-keepalive), upstream_keepalive, pool_max,

@@ -160,6 +160,7 @@ type cconn struct {
 	worker    int32 // worker of the accepting tier that serves it
 	port      int32
 	served    int
+	cwnd      int // the server's congestion window, in segments
 	created   time.Duration
 	lastUsed  time.Duration
 	srvIdleAt time.Duration
@@ -564,9 +565,19 @@ func (m *chainModel) finishJob(ji int32) {
 	t.served++
 	t.queue.Add(j.queued)
 	j.srvDone = m.now
+	// The response's first byte reaches the caller half a round trip
+	// from now; slow start adds a round trip for every further window
+	// (tcp.go, as for a single hop), and the caller spends client_read_cpu
+	// on the rest.
 	c := &m.conns[j.conn]
+	if c.served > 0 {
+		c.cwnd = restartCwnd(&t.s, c.cwnd, m.now-c.srvIdleAt)
+	}
+	rounds, cwnd := transferRounds(t.s.ResponseBytes, t.s.MSS, c.cwnd)
+	c.cwnd = cwnd
 	c.served++
-	c.srvIdleAt = m.now
+	extra := time.Duration(rounds-1) * t.s.RTT
+	c.srvIdleAt = m.now + extra // the server's idle timer starts after the last byte
 	if j.hasThread {
 		j.hasThread = false
 		w := &t.workers[j.worker]
@@ -580,7 +591,7 @@ func (m *chainModel) finishJob(ji int32) {
 			m.cpu(n, m.work(t), phWork)
 		}
 	}
-	m.schedule(m.now+t.half, ckResponse, ji, 0)
+	m.schedule(m.now+t.half+extra+t.s.ClientReadCPU, ckResponse, ji, 0)
 }
 
 // ---- Calls to the next tier.
@@ -745,7 +756,7 @@ func (m *chainModel) connect(ji int32) {
 	j := &m.jobs[ji]
 	h := int(j.tier) + 1
 	t := &m.tiers[h]
-	ready := m.now + j.lookup + 2*t.half
+	ready := m.now + j.lookup + 2*t.half + t.s.ConnectCPU
 	j.connected = ready
 	if t.s.TLS != TLSNone {
 		ow := &m.owners[m.conns[j.callConn].owner]
@@ -769,7 +780,7 @@ func (m *chainModel) sendRequest(ji, ci int32, ready time.Duration) {
 	j = &m.jobs[ji]
 	k := &m.jobs[ki]
 	k.req, k.conn, k.worker, k.newConn = j.req, ci, m.conns[ci].worker, j.callNew
-	k.start = ready + m.tiers[h].half
+	k.start = ready + m.tiers[h].s.ClientCPU + m.tiers[h].half // the caller's own work before the request leaves
 	m.hops[h].calls++
 	m.schedule(k.start, ckArrive, ki, 0)
 }
@@ -1055,7 +1066,7 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 	}
 	m.connIDs++
 	m.conns[ci] = cconn{id: m.connIDs, gen: m.conns[ci].gen + 1, hop: int8(h), state: connActive, owner: o,
-		worker: w, port: port, created: m.now}
+		worker: w, port: port, created: m.now, cwnd: t.s.InitCwnd}
 	m.owners[o].open++
 	hp := &m.hops[h]
 	hp.open++

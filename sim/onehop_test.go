@@ -33,14 +33,17 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 	}
 	set(t, &chain, "client_rtt", "0s",
 		"tier.app.workers", single.Workers, "tier.app.threads", single.Threads, "tier.app.server_time", "0s",
-		"tier.app.keepalive_timeout", "0s", "tier.app.rtt", "0s",
+		"tier.app.keepalive_timeout", "0s", "tier.app.rtt", "0s", "tier.app.client_cpu", "0s", "tier.app.client_read_cpu", "0s", "tier.app.connect_cpu", "0s",
 		"tier.app.reuse", get("reuse"), "tier.app.max_idle_age", get("max_idle_age"), "tier.app.retry_on_race", single.RetryOnRace,
 		"tier.app.pool_max", single.PoolMax, "tier.app.upstream_keepalive", single.UpstreamKeepalive,
 		"tier.api.workers", 64, "tier.api.threads", 1, "tier.api.server_time", get("server_time"),
 		"tier.api.keepalive_timeout", get("keepalive_timeout"), "tier.api.keepalive_requests", single.KeepaliveRequests,
 		"tier.api.server_jitter", single.ServerJitter, "tier.api.rtt", get("rtt"),
 		"tier.api.tls", get("tls"), "tier.api.tls_resume", single.TLSResume, "tier.api.early_data", single.EarlyData, "tier.api.cert", get("cert"),
-		"tier.api.dns", get("dns"), "tier.api.dns_cache_timeout", get("dns_cache_timeout"))
+		"tier.api.dns", get("dns"), "tier.api.dns_cache_timeout", get("dns_cache_timeout"),
+		"tier.api.response_bytes", single.ResponseBytes, "tier.api.slow_start_after_idle", single.SlowStartAfterIdle,
+		"tier.api.init_cwnd", single.InitCwnd, "tier.api.mss", single.MSS,
+		"tier.api.connect_cpu", get("connect_cpu"), "tier.api.client_cpu", get("client_cpu"), "tier.api.client_read_cpu", get("client_read_cpu"))
 	set(t, &chain, "early_data", false, "tls_resume", false, "tls", "none", "dns", "0s") // each hop has its own
 	if single.Closer == SideServer {
 		set(t, &chain, "tier.api.server_closes_first", 1.0)
@@ -90,6 +93,9 @@ func TestOneHopAgrees(t *testing.T) {
 		{"DNS, cached 100 ms", []any{"dns", "5ms", "dns_cache_timeout", "100ms", "think_time", "60ms"}, ""},
 		{"DNS, not cached, and TLS 1.2 per call", []any{"dns", "5ms", "dns_cache_timeout", "0s", "tls", "1.2", "reuse", "none"}, ""},
 		{"DNS per request of three calls", []any{"dns", "5ms", "reuse", "request", "calls_per_request", 3, "think_time", "60ms"}, ""},
+		{"a 200 kB response: slow start", []any{"response_bytes", 200000}, ""},
+		{"a 200 kB response after idle: slow start again", []any{"response_bytes", 200000, "think_time", "300ms", "keepalive_timeout", "1s"}, ""},
+		{"the client's CPU", []any{"connect_cpu", "0.2ms", "client_cpu", "0.1ms", "client_read_cpu", "0.05ms", "tls", "1.3", "think_time", "60ms"}, ""},
 		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
 			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
 				"the chain takes the tier's server_closes_first share, measured on loopback where the two closes race"},

@@ -33,16 +33,21 @@ func transferRounds(bytes, mss, cwnd int) (rounds, after int) {
 // down to the initial window. Reuse saves the handshakes but not the
 // ramp-up.
 func (m *model) restartAfterIdle(c *conn, idle time.Duration) {
-	rto := m.s.RTT + minRTO
-	if !m.s.SlowStartAfterIdle || idle <= rto {
-		return
+	c.cwnd = restartCwnd(&m.s, c.cwnd, idle)
+}
+
+// restartCwnd is the window of a connection of s with window cwnd whose
+// server sends after idle (restartAfterIdle), for both engines.
+func restartCwnd(s *Scenario, cwnd int, idle time.Duration) int {
+	rto := s.RTT + minRTO
+	if !s.SlowStartAfterIdle || idle <= rto {
+		return cwnd
 	}
-	restart := min(m.s.InitCwnd, c.cwnd)
-	cwnd := c.cwnd
+	restart := min(s.InitCwnd, cwnd)
 	for d := idle - rto; d > 0 && cwnd > restart; d -= rto {
 		cwnd >>= 1
 	}
-	c.cwnd = max(cwnd, restart)
+	return max(cwnd, restart)
 }
 
 // RoundTrips returns the round trips of one call as the model counts them
