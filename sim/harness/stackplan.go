@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ const (
 // StackPackages are the Debian packages the stack setup needs.
 var StackPackages = []string{"nginx-light", "redis-server", "gunicorn", "python3-flask", "python3-redis"}
 
+// errNotTheStack marks a chain that is not the real stack's shape: a block
+// that does not ask for setup = "stack" is then a model's only, not an error.
+var errNotTheStack = errors.New("not the real stack's tiers")
+
 // stackConfig maps a tiered scenario onto the real stack: three tiers,
 // software nginx, gunicorn or flask, redis, in that order.
 func stackConfig(s *sim.Scenario) (stack.Config, stack.Load, error) {
@@ -36,11 +41,11 @@ func stackConfig(s *sim.Scenario) (stack.Config, stack.Load, error) {
 	var l stack.Load
 	want := `setup = "stack" runs nginx → a Python app → redis-server: three [[tier]] tables with software = "nginx", then "gunicorn" or "flask", then "redis"`
 	if len(s.Tiers) != 3 {
-		return c, l, fmt.Errorf("%s (this block has %d tiers)", want, len(s.Tiers))
+		return c, l, fmt.Errorf("%s (this block has %d tiers)%w", want, len(s.Tiers), quiet(errNotTheStack))
 	}
 	soft := []string{s.Tiers[0].Software, s.Tiers[1].Software, s.Tiers[2].Software}
 	if soft[0] != "nginx" || (soft[1] != "gunicorn" && soft[1] != "flask") || soft[2] != "redis" {
-		return c, l, fmt.Errorf("%s (got software %q, %q, %q)", want, soft[0], soft[1], soft[2])
+		return c, l, fmt.Errorf("%s (got software %q, %q, %q)%w", want, soft[0], soft[1], soft[2], quiet(errNotTheStack))
 	}
 	refuse := func(key, format string, args ...any) error {
 		return &sim.ParamError{Key: key, Msg: "setup = \"stack\": " + fmt.Sprintf(format, args...)}
@@ -106,6 +111,14 @@ func stackConfig(s *sim.Scenario) (stack.Config, stack.Load, error) {
 	l = stack.Load{Kind: stack.LoadGo, Concurrency: s.Concurrency, KeepAlive: s.ClientKeepalive}
 	return c, l, nil
 }
+
+// quiet wraps err so that errors.Is finds it and %w prints nothing.
+func quiet(err error) error { return quietErr{err} }
+
+type quietErr struct{ err error }
+
+func (q quietErr) Error() string { return "" }
+func (q quietErr) Unwrap() error { return q.err }
 
 // stackPortSettings are the namespace's sysctls for s: its port range and
 // tcp_tw_reuse.
@@ -187,6 +200,10 @@ func (vp *VariantPlan) planStack(opt Options) error {
 		return fmt.Errorf("setup = %q runs a block's [[tier]] tables, and this block has none", SetupStack)
 	}
 	cfg, load, err := stackConfig(&s)
+	if errors.Is(err, errNotTheStack) && s.Setup == sim.SetupAuto {
+		vp.Skip = "not run for real: the model's only; " + err.Error()
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,12 @@ package lab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/connlab/connlab/sim"
 )
 
 // TestLabs runs every block of every lab in labs/ and fails when an
@@ -249,6 +252,51 @@ func TestExpectOperators(t *testing.T) {
 	for _, bad := range []string{"", "a", "1 ≈ 2", "1 == 2 ±3", "1 == (2", "1 == [1,", "1 == \"x", "1 == 2 ±x%", "1 == @"} {
 		if _, err := parseExpect(bad); err == nil {
 			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestChainIsTheWorkersBlock: the anatomy page's chain of users → nginx →
+// PHP-FPM → the API gives on its API hop what the single hop of the same
+// workers gives (the PHP pools lab's workers block): as many connections,
+// and the same call times. One engine: the API hop is that single hop.
+func TestChainIsTheWorkersBlock(t *testing.T) {
+	run := func(file, id string) *BlockResult {
+		l, err := ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Block(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := b.RunVariants(context.Background(), RunOptions{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	single, chain := run("../../labs/php-persistent-pools.md", "workers"), run("../../content/anatomy.md", "chain")
+	of := func(r *BlockResult, name string) *sim.Summary {
+		for _, v := range r.Variants {
+			if v.Name == name && v.Summary != nil {
+				return v.Summary
+			}
+		}
+		t.Fatalf("%s: no variant %q", r.ID, name)
+		return nil
+	}
+	for single2chain := range map[[2]string]bool{{"share", "cold"}: true, {"persistent", "kept"}: true} {
+		name := single2chain[0]
+		s, c := of(single, name), of(chain, single2chain[1])
+		api, ok := c.Hop["api"]
+		if !ok {
+			t.Fatalf("chain/%s: no api hop", single2chain[1])
+		}
+		got := fmt.Sprintf("%d connects, %d reused, calls p50 %.3f p90 %.3f mean %.3f ms", api.Connects, api.Reused, api.Call.P50, api.Call.P90, api.Call.Mean)
+		want := fmt.Sprintf("%d connects, %d reused, calls p50 %.3f p90 %.3f mean %.3f ms", s.Connects, s.Reused, s.Total.P50, s.Total.P90, s.Total.Mean)
+		if got != want {
+			t.Errorf("%s: the chain's API hop: %s; the workers block: %s", name, got, want)
 		}
 	}
 }

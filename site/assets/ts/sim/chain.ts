@@ -14,9 +14,9 @@ const colour = (seg: string): string => PHASES.find((p) => p.segment === seg)?.c
 
 interface HopState { open: number; idle: number; twClient: number; twServer: number; connects: number }
 
-// connect and tls: when the call's new connection was up, and its TLS
-// handshake done (0: none), from the call's start.
-interface ReqCall { hop: number; call: number; start: number; connect: number; tls: number; total: number; newConn: boolean; error: boolean }
+// dns, connect and tls: when the call's lookup ended, its new connection
+// was up and its TLS handshake done (0: none), from the call's start.
+interface ReqCall { hop: number; call: number; start: number; dns: number; connect: number; tls: number; total: number; newConn: boolean; error: boolean }
 
 // The request the waterfall shows: one after the users' first round, so
 // that kept connections show as kept (the first request, in a run of fewer).
@@ -84,7 +84,8 @@ export class ChainView {
     let list = this.calls.get(req);
     if (!list) this.calls.set(req, (list = []));
     list.push({
-      hop: e.hop || 0, call: e.call || 1, start: e.start_ms || 0, connect: e.new_conn ? e.connect_ms || 0 : 0,
+      hop: e.hop || 0, call: e.call || 1, start: e.start_ms || 0,
+      dns: e.new_conn ? e.namelookup_ms || 0 : 0, connect: e.new_conn ? e.connect_ms || 0 : 0,
       tls: e.new_conn ? e.appconnect_ms || 0 : 0, total: e.total_ms || 0, newConn: !!e.new_conn, error: !!e.error,
     });
   }
@@ -166,18 +167,16 @@ export class ChainView {
       bar.style.width = Math.max(0.5, (100 * c.total) / span).toFixed(2) + "%";
       bar.style.background = c.error ? ERROR : colour("wait");
       const pct = (v: number): string => ((100 * v) / Math.max(c.total, 1e-6)).toFixed(2) + "%";
-      if (c.connect > 0) {
-        const conn = el("span", "sim-chain-connect");
-        conn.style.width = pct(c.connect);
-        conn.style.background = colour("connect");
-        bar.append(conn);
-      }
-      if (c.tls > c.connect) {
-        const tls = el("span", "sim-chain-connect");
-        tls.style.left = pct(c.connect);
-        tls.style.width = pct(c.tls - c.connect);
-        tls.style.background = colour("tls");
-        bar.append(tls);
+      // The new connection's phases, each from where the last ended.
+      let from = 0;
+      for (const [end, seg] of [[c.dns, "dns"], [c.connect, "connect"], [c.tls, "tls"]] as [number, string][]) {
+        if (end <= from) continue;
+        const part = el("span", "sim-chain-connect");
+        part.style.left = pct(from);
+        part.style.width = pct(end - from);
+        part.style.background = colour(seg);
+        bar.append(part);
+        from = end;
       }
       bar.title = ms(c.total) + (c.newConn ? " · " + t("w_chain_new_conn") : " · " + t("w_chain_reused"));
       track.append(bar);
