@@ -1,0 +1,275 @@
+package sim
+
+// A chain's calls from one tier to the next: finding a connection,
+// opening one (lookup, TCP, TLS), the exchange and its end.
+
+import "time"
+
+// callerPolicy is how the side that connects over hop h keeps connections.
+func (m *chainModel) callerPolicy(h int) policy {
+	if h == 0 {
+		if m.s.ClientKeepalive {
+			return polPool
+		}
+		return polNone
+	}
+	return m.tiers[h-1].policy
+}
+
+// callerScenario is the scenario of the side that connects over hop h.
+func (m *chainModel) callerScenario(h int) *Scenario {
+	if h == 0 {
+		return &m.s
+	}
+	return &m.tiers[h-1].s
+}
+
+// ownerOf returns the cache that keeps job ji's connections over hop h: a
+// user's own connection, a worker's pool or keep-alive cache, or one for
+// the request (or, without reuse, the call).
+func (m *chainModel) ownerOf(ji int32, h int) int32 {
+	j := &m.jobs[ji]
+	if pol := m.callerPolicy(h); pol == polPool || pol == polUpstream {
+		if h == 0 && j.user >= 0 {
+			o := m.userOwner[j.user]
+			if o < 0 {
+				o = m.newOwner()
+				m.userOwner[j.user] = o
+			}
+			return o
+		}
+		if h > 0 {
+			w := &m.tiers[j.tier].workers[j.worker]
+			if w.pool < 0 {
+				o := m.newOwner()
+				m.tiers[j.tier].workers[j.worker].pool = o
+				return o
+			}
+			return w.pool
+		}
+	}
+	if j.owner < 0 {
+		o := m.newOwner()
+		m.jobs[ji].owner = o
+		return o
+	}
+	return j.owner
+}
+
+// callBegin starts job ji's next call to the next tier.
+func (m *chainModel) callBegin(ji int32) {
+	j := &m.jobs[ji]
+	j.calls++
+	j.callStart, j.callNew, j.callRetry, j.callWait, j.callConn = m.now, false, false, 0, -1
+	j.lookup, j.secured, j.handshake = 0, 0, ""
+	m.acquire(ji)
+}
+
+// acquire finds job ji's call a connection: a kept one, a place in the
+// pool's queue, or a new one.
+func (m *chainModel) acquire(ji int32) {
+	h := int(m.jobs[ji].tier) + 1
+	pol := m.callerPolicy(h)
+	o := m.ownerOf(ji, h)
+	cs := m.callerScenario(h)
+	if pol != polNone {
+		ci, raced, seen := m.takeIdle(o, h)
+		if raced {
+			// The request went out on a connection the server had just
+			// closed; the client learns it when the server's FIN arrives,
+			// then sends the call again or fails it (raceSeen).
+			m.jobs[ji].callRetry = true
+			m.hops[h].races++
+			m.schedule(seen, ckRaceSeen, ji, 0)
+			return
+		} else if ci >= 0 {
+			m.hops[h].reused++
+			m.sendRequest(ji, ci, m.now)
+			return
+		}
+	}
+	if pol == polPool && cs.PoolMax > 0 && m.owners[o].open >= cs.PoolMax {
+		if cs.PoolFull == "error" {
+			m.failCall(ji, ErrorPoolFull)
+			return
+		}
+		m.jobs[ji].waitFrom = m.now
+		m.owners[o].waiters.push(ji)
+		return
+	}
+	m.openConn(ji, o)
+}
+
+// raceSeen: job ji's call has learnt that the connection it was sent on
+// was closed (the keep-alive race): it is sent again on a new connection,
+// or fails where the client does not replay it.
+func (m *chainModel) raceSeen(ji int32) {
+	h := int(m.jobs[ji].tier) + 1
+	if !m.callerScenario(h).RetryOnRace {
+		m.failCall(ji, ErrorRace)
+		return
+	}
+	m.openConn(ji, m.ownerOf(ji, h))
+}
+
+// openConn opens a connection for job ji's call, kept by owner o: a local
+// port, the caller's own work to open it, then the TCP handshake.
+func (m *chainModel) openConn(ji, o int32) {
+	j := &m.jobs[ji]
+	h := int(j.tier) + 1
+	hp := &m.hops[h]
+	port, ok := m.allocPort(h)
+	if !ok {
+		hp.portErrors++
+		if m.firstPortErr == nil {
+			t := roundS(m.now)
+			m.firstPortErr = &t
+		}
+		if m.sink != nil {
+			m.ev = Event{Kind: KindPortError, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Error: string(ErrorNoPort)}
+			m.sink(&m.ev)
+		}
+		m.failCall(ji, ErrorNoPort)
+		return
+	}
+	ci := m.newConn(h, o, port)
+	j = &m.jobs[ji]
+	j.callNew, j.callConn = true, ci
+	// The lookup comes first; connect() waits it out.
+	j.lookup = resolve(&m.owners[o], &m.tiers[h].s, m.now)
+	j.resolved = m.now + j.lookup
+	hp.connects++
+	if m.sink != nil {
+		m.ev = Event{Kind: KindOpen, At: j.resolved, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
+			Conn: m.conns[ci].id, LocalPort: int(port)}
+		m.sink(&m.ev)
+	}
+	if h > 0 {
+		if t := &m.tiers[h-1]; t.s.ClientConnTime > 0 {
+			if t.s.ConnParallel {
+				m.runBeside(ji, t.s.ClientConnTime, phConnect)
+			} else {
+				m.cpu(ji, t.s.ClientConnTime, phConnect)
+			}
+			return
+		}
+	}
+	m.connect(ji)
+}
+
+// connect: after the DNS lookup (openConn), the TCP handshake of job ji's
+// new connection takes one round trip, then the hop's TLS handshake, if it has one (tlsHandshake: its
+// round trips and CPU, resumed when the connection's owner holds a
+// session); the request follows at once.
+func (m *chainModel) connect(ji int32) {
+	j := &m.jobs[ji]
+	h := int(j.tier) + 1
+	t := &m.tiers[h]
+	ready := m.now + j.lookup + 2*t.half + t.s.ConnectCPU
+	j.connected = ready
+	if t.s.TLS != TLSNone {
+		ow := &m.owners[m.conns[j.callConn].owner]
+		hs := tlsHandshake(&t.s, ow.hasTLS)
+		ow.hasTLS = true
+		ready += time.Duration(hs.rtts)*2*t.half + hs.cpu
+		j.secured, j.handshake = ready, hs.kind
+	}
+	m.sendRequest(ji, j.callConn, ready)
+}
+
+// sendRequest sends job ji's call on connection ci at time ready: the
+// called tier's job reaches it half a round trip later.
+func (m *chainModel) sendRequest(ji, ci int32, ready time.Duration) {
+	j := &m.jobs[ji]
+	j.callConn = ci
+	h := int(j.tier) + 1
+	c := &m.conns[ci]
+	c.state = connActive
+	ki := m.newJob(int8(h), ji)
+	j = &m.jobs[ji]
+	k := &m.jobs[ki]
+	k.req, k.conn, k.worker, k.newConn = j.req, ci, m.conns[ci].worker, j.callNew
+	k.start = ready + m.tiers[h].s.ClientCPU + m.tiers[h].half // the caller's own work before the request leaves
+	m.hops[h].calls++
+	m.schedule(k.start, ckArrive, ki, 0)
+}
+
+// failCall ends job ji's call at once with an error (no connection).
+func (m *chainModel) failCall(ji int32, msg ErrorKind) {
+	j := &m.jobs[ji]
+	h := int(j.tier) + 1
+	m.hops[h].errors++
+	m.hops[h].calls++ // a call, as its event says, though it never reached the tier
+	j.failed = true
+	if m.sink != nil {
+		m.ev = Event{Kind: KindCall, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
+			Retried: j.callRetry, Start: j.callStart, Total: m.now - j.callStart, Error: string(msg)}
+		m.sink(&m.ev)
+	}
+	m.afterCall(ji)
+}
+
+// response: the answer of job ki reaches its caller now. The caller keeps
+// or closes the connection and goes on.
+func (m *chainModel) response(ki int32) {
+	k := &m.jobs[ki]
+	ji, h, ci, failed := k.parent, int(k.tier), k.conn, k.failed
+	srvDone := k.srvDone
+	m.freeJobs = append(m.freeJobs, ki)
+	j := &m.jobs[ji]
+	hp := &m.hops[h]
+	total := m.now - j.callStart
+	if failed {
+		j.failed = true
+		hp.errors++
+	} else {
+		hp.call.Add(total)
+	}
+	if m.sink != nil {
+		e := Event{Kind: KindCall, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
+			Conn: m.conns[ci].id, LocalPort: int(m.conns[ci].port), NewConn: j.callNew, Reused: !j.callNew,
+			Retried: j.callRetry, Start: j.callStart, Queue: j.callWait, StartTransfer: srvDone + m.tiers[h].half - j.callStart,
+			Total: total}
+		if j.callNew {
+			e.NameLookup = j.resolved - j.callStart
+			e.Connect = j.connected - j.callStart
+			if j.secured > 0 {
+				e.AppConnect, e.Handshake = j.secured-j.callStart, j.handshake
+			}
+		}
+		if failed {
+			e.Error = "the called tier failed"
+		}
+		m.ev = e
+		m.sink(&m.ev)
+	}
+	m.endExchange(ci, h)
+	m.afterCall(ji)
+}
+
+// endExchange decides what becomes of connection ci after an exchange:
+// kept by its owner, or closed by both ends at once when the caller does
+// not keep connections (HTTP/1.0, Connection: close) or the server does
+// not (its keepalive_requests reached; 1: it never keeps one).
+func (m *chainModel) endExchange(ci int32, h int) {
+	c := &m.conns[ci]
+	c.lastUsed = m.now
+	srv := &m.tiers[h].s
+	if m.callerPolicy(h) == polNone || (srv.KeepaliveRequests > 0 && c.served >= srv.KeepaliveRequests) {
+		hp := &m.hops[h]
+		hp.bothAcc += srv.SimultaneousClose
+		hp.serverAcc += srv.ServerClosesFirst
+		switch {
+		case hp.bothAcc >= 1:
+			hp.bothAcc--
+			m.closeConn(ci, sideClient, true, ReasonSimultaneous)
+		case hp.serverAcc >= 1:
+			hp.serverAcc--
+			m.closeConn(ci, sideServer, false, ReasonEndOfExchange)
+		default:
+			m.closeConn(ci, sideClient, false, ReasonEndOfExchange)
+		}
+		return
+	}
+	m.release(ci)
+}
