@@ -146,11 +146,7 @@ func (m *chainModel) openConn(ji, o int32) {
 	}
 	if h > 0 {
 		if t := &m.tiers[h-1]; t.s.ClientConnTime > 0 {
-			if t.s.ConnParallel {
-				m.runBeside(ji, t.s.ClientConnTime, phConnect)
-			} else {
-				m.cpu(ji, t.s.ClientConnTime, phConnect)
-			}
+			m.connWork(ji, t, t.s.ClientConnTime, phConnect)
 			return
 		}
 	}
@@ -158,9 +154,9 @@ func (m *chainModel) openConn(ji, o int32) {
 }
 
 // connect: after the DNS lookup (openConn), the TCP handshake of job ji's
-// new connection takes one round trip, then the hop's TLS handshake, if it has one (tlsHandshake: its
-// round trips and CPU, resumed when the connection's owner holds a
-// session); the request follows at once.
+// new connection takes one round trip, then the hop's TLS handshake, if it
+// has one (tlsHandshake: its round trips and CPU, resumed when the
+// connection's owner holds a session); the request follows at once.
 func (m *chainModel) connect(ji int32) {
 	j := &m.jobs[ji]
 	h := int(j.tier) + 1

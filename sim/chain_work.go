@@ -74,14 +74,21 @@ func (m *chainModel) cpuDone(ji int32) {
 func (m *chainModel) arrive(ji int32) {
 	j := &m.jobs[ji]
 	if t := &m.tiers[j.tier]; j.newConn && t.s.ServerConnTime > 0 {
-		if t.s.ConnParallel {
-			m.runBeside(ji, t.s.ServerConnTime, phAccept)
-		} else {
-			m.cpu(ji, t.s.ServerConnTime, phAccept)
-		}
+		m.connWork(ji, t, t.s.ServerConnTime, phAccept)
 		return
 	}
 	m.takeThread(ji)
+}
+
+// connWork runs d of job ji's work to accept or open a connection on tier
+// t: beside its process's one-at-a-time work (conn_parallel), or as part
+// of it.
+func (m *chainModel) connWork(ji int32, t *ctier, d time.Duration, ph uint8) {
+	if t.s.ConnParallel {
+		m.runBeside(ji, d, ph)
+	} else {
+		m.cpu(ji, d, ph)
+	}
 }
 
 func (m *chainModel) takeThread(ji int32) {

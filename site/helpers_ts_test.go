@@ -50,25 +50,7 @@ const out = {
 };
 console.log(JSON.stringify(out));
 `
-	res := api.Build(api.BuildOptions{
-		Stdin:    &api.StdinOptions{Contents: entry, ResolveDir: filepath.Join("assets", "ts"), Loader: api.LoaderTS, Sourcefile: "helpers_cases.ts"},
-		Bundle:   true,
-		Platform: api.PlatformNode,
-		Format:   api.FormatCommonJS,
-		Write:    false,
-	})
-	if len(res.Errors) > 0 {
-		t.Fatalf("esbuild: %v", res.Errors)
-	}
-	dir := t.TempDir()
-	bundle := filepath.Join(dir, "cases.js")
-	if err := os.WriteFile(bundle, res.OutputFiles[0].Contents, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := exec.Command(node, bundle, casesFile).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	stdout := runTypeScript(t, node, entry, casesFile)
 	var got struct {
 		ParseDuration  []*float64 `json:"parse_duration"`
 		FormatDuration []string   `json:"format_duration"`
@@ -153,4 +135,30 @@ func show(f *float64) any {
 		return "an error"
 	}
 	return *f
+}
+
+// runTypeScript bundles entry, TypeScript that imports the widgets' modules
+// (assets/ts), with esbuild (Hugo's own js.Build), runs it in node with
+// args and returns what it printed.
+func runTypeScript(t *testing.T, node, entry string, args ...string) []byte {
+	t.Helper()
+	res := api.Build(api.BuildOptions{
+		Stdin:    &api.StdinOptions{Contents: entry, ResolveDir: filepath.Join("assets", "ts"), Loader: api.LoaderTS, Sourcefile: "entry.ts"},
+		Bundle:   true,
+		Platform: api.PlatformNode,
+		Format:   api.FormatCommonJS,
+		Write:    false,
+	})
+	if len(res.Errors) > 0 {
+		t.Fatalf("esbuild: %v", res.Errors)
+	}
+	bundle := filepath.Join(t.TempDir(), "entry.js")
+	if err := os.WriteFile(bundle, res.OutputFiles[0].Contents, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := exec.Command(node, append([]string{bundle}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	return stdout
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/evanw/esbuild/pkg/api"
 )
 
 // TestStoreTimeWait: the widgets' store (store.ts) pairs each TIME_WAIT
@@ -93,24 +92,7 @@ const out: number[][] = [];
 for (const s of v.socks) if (s.tw >= 0) out.push([s.twBy === "server" ? 1 : 0, s.port, s.tw, s.twEnd]);
 console.log(JSON.stringify(out));
 `
-	res := api.Build(api.BuildOptions{
-		Stdin:    &api.StdinOptions{Contents: entry, ResolveDir: filepath.Join("assets", "ts"), Loader: api.LoaderTS, Sourcefile: "store_cases.ts"},
-		Bundle:   true,
-		Platform: api.PlatformNode,
-		Format:   api.FormatCommonJS,
-		Write:    false,
-	})
-	if len(res.Errors) > 0 {
-		t.Fatalf("esbuild: %v", res.Errors)
-	}
-	bundle := filepath.Join(dir, "store.js")
-	if err := os.WriteFile(bundle, res.OutputFiles[0].Contents, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := exec.Command(node, bundle, evFile).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	stdout := runTypeScript(t, node, entry, evFile)
 	var got [][4]float64
 	if err := json.Unmarshal(stdout, &got); err != nil {
 		t.Fatalf("node printed %.200s: %v", stdout, err)
