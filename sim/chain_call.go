@@ -138,6 +138,9 @@ func (m *chainModel) openConn(ji, o int32) {
 	// The lookup comes first; connect() waits it out.
 	j.lookup = resolve(&m.owners[o], &m.tiers[h].s, m.now)
 	j.resolved = m.now + j.lookup
+	if j.lookup > 0 {
+		hp.lookups++
+	}
 	hp.connects++
 	if m.sink != nil {
 		m.ev = Event{Kind: KindOpen, At: j.resolved, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
@@ -167,6 +170,11 @@ func (m *chainModel) connect(ji int32) {
 		ow := &m.owners[m.conns[j.callConn].owner]
 		hs := tlsHandshake(&t.s, ow.hasTLS)
 		ow.hasTLS = true
+		if hs.kind == HandshakeFull {
+			m.hops[h].tlsFull++
+		} else {
+			m.hops[h].tlsResumed++
+		}
 		ready += time.Duration(hs.rtts)*2*t.half + hs.cpu
 		j.secured, j.handshake = ready, hs.kind
 	}

@@ -115,6 +115,9 @@ type chop struct {
 	portErrors       int
 	races            int
 	closedBy         [2]int
+	lookups          int // DNS lookups a new connection waited for
+	tlsFull          int // TLS handshakes, full and resumed (0-RTT too)
+	tlsResumed       int
 	serverAcc        float64 // error diffusion of server_closes_first
 	bothAcc          float64 // ... and of simultaneous_close
 	call             Quantiles

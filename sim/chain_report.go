@@ -44,6 +44,13 @@ type HopSummary struct {
 	PortErrors     int  `json:"port_errors"`
 	Races          int  `json:"races"`
 	Call           Stat `json:"call_ms"`
+	// Lookups: the DNS lookups its new connections waited for (none
+	// answered from the caller's cache); TLSFull and TLSResumed: their TLS
+	// handshakes, by kind (0-RTT counts as resumed). None on a hop without
+	// DNS or TLS.
+	Lookups    int `json:"lookups"`
+	TLSFull    int `json:"tls_full"`
+	TLSResumed int `json:"tls_resumed"`
 }
 
 // TierSummary is one tier of a chain.
@@ -125,6 +132,7 @@ func (m *chainModel) result() *Result {
 			TimeWaitReused: hp.twReused, TimeWaitTakenOver: hp.twTakenOver,
 			OpenPeak: hp.openPeak, IdlePeak: hp.idlePeak, PortsInUsePeak: hp.portsPeak,
 			PortErrors: hp.portErrors, Races: hp.races, Call: hp.call.Stat(),
+			Lookups: hp.lookups, TLSFull: hp.tlsFull, TLSResumed: hp.tlsResumed,
 		}
 	}
 	span := m.lastEnd - m.firstStart

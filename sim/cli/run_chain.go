@@ -33,6 +33,16 @@ func chainRows(r *lab.BlockResult, row func(string, func(*sim.Summary) string)) 
 			return "-"
 		}
 	}
+	// A hop's lookups and TLS handshakes, where some variant has them.
+	secured := map[string]bool{}
+	for _, v := range r.Variants {
+		if v.Summary == nil {
+			continue
+		}
+		for name, h := range v.Summary.Hop {
+			secured[name] = secured[name] || h.Lookups+h.TLSFull+h.TLSResumed > 0
+		}
+	}
 	for i, name := range chain {
 		from := "load"
 		if i > 0 {
@@ -42,6 +52,11 @@ func chainRows(r *lab.BlockResult, row func(string, func(*sim.Summary) string)) 
 		row(label+": connects / reused", hop(name, func(h *sim.HopSummary) string {
 			return strconv.Itoa(h.Connects) + " / " + strconv.Itoa(h.Reused)
 		}))
+		if secured[name] {
+			row(label+": DNS lookups / TLS full / resumed", hop(name, func(h *sim.HopSummary) string {
+				return fmt.Sprintf("%d / %d / %d", h.Lookups, h.TLSFull, h.TLSResumed)
+			}))
+		}
 		row(label+": TIME_WAIT "+from+" / "+name+" (both)", hop(name, func(h *sim.HopSummary) string {
 			return fmt.Sprintf("%d / %d (%d)", h.TimeWaitClient, h.TimeWaitServer, h.Simultaneous)
 		}))

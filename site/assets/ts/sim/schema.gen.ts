@@ -112,6 +112,9 @@ export interface HopSummary {
   port_errors: number;
   races: number;
   call_ms: Stat; // ms
+  lookups: number;
+  tls_full: number;
+  tls_resumed: number;
 }
 
 export interface Instance {
