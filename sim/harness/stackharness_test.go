@@ -610,3 +610,37 @@ func TestStackChurnModel(t *testing.T) {
 		}
 	}
 }
+
+// TestChainNotTheStack: a chain that is not the real stack's shape is the
+// model's only: its variants are skipped, saying why, and sim validate
+// goes on; a block that asks for setup = "stack" is refused instead.
+func TestChainNotTheStack(t *testing.T) {
+	const chain = `load = "closed"
+requests = 10
+tls = "none"
+dns = "0s"
+
+[[tier]]
+name = "app"
+reuse = "pool"
+calls_per_request = 1
+
+[[tier]]
+name = "api"
+tls = "1.3"
+rtt = "10ms"
+
+[[variant]]
+name = "v"
+`
+	p, err := NewPlan(context.Background(), writeLab(t, chain), Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip := p.Variants[0].Skip; !strings.Contains(skip, "not run for real: the model's only") || !strings.Contains(skip, "this block has 2 tiers") {
+		t.Errorf("skip %q", skip)
+	}
+	if _, err := NewPlan(context.Background(), writeLab(t, "setup = \"stack\"\n"+chain), Options{Seed: 1}); err == nil || !strings.Contains(err.Error(), "three [[tier]] tables") {
+		t.Errorf("setup = stack on a chain of two: %v", err)
+	}
+}
