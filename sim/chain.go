@@ -46,6 +46,9 @@ import (
 //	                   pool or cache; none by default
 //	response_bytes, mss, init_cwnd, slow_start_after_idle
 //	                   its responses and their slow start (tcp.go)
+//	max_requests       its workers are replaced after this many requests
+//	                   (pm.max_requests), their pools to the next tier with
+//	                   them
 //	connect_cpu, client_cpu, client_read_cpu
 //	                   the caller's CPU for the hop, on the call's time as
 //	                   for a single hop (client_conn_time is the caller's
@@ -115,7 +118,6 @@ var tierUnsupported = map[string]string{
 	"share_sets": "not modelled in tiers", "app_time": "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",
-	"max_requests":       "not modelled in tiers",
 	"drop_cpu":           "not modelled in tiers",
 }
 

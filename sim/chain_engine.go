@@ -91,6 +91,7 @@ type ctier struct {
 }
 
 type cworker struct {
+	served  int // requests since it started (max_requests)
 	threads int // requests in progress
 	threadQ ring[int32]
 	cpuBusy bool

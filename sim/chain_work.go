@@ -155,6 +155,9 @@ func (m *chainModel) finishJob(ji int32) {
 	c.served++
 	extra := time.Duration(rounds-1) * t.s.RTT
 	c.srvIdleAt = m.now + extra // the server's idle timer starts after the last byte
+	if t.s.MaxRequests > 0 && j.tier >= 0 {
+		m.retire(t, j.worker)
+	}
 	if j.hasThread {
 		j.hasThread = false
 		w := &t.workers[j.worker]
@@ -169,4 +172,23 @@ func (m *chainModel) finishJob(ji int32) {
 		}
 	}
 	m.schedule(m.now+t.half+extra+t.s.ClientReadCPU, ckResponse, ji, 0)
+}
+
+// retire counts a request served by worker w of tier t and, at the tier's
+// max_requests (pm.max_requests), replaces the worker with a fresh process,
+// as a single hop's recycleWorker does: the kernel closes its sockets, so
+// its pool or keep-alive cache for the next tier is gone (it closes
+// first). The connections into it that a caller keeps are not closed by
+// it here.
+func (m *chainModel) retire(t *ctier, w int32) {
+	wk := &t.workers[w]
+	wk.served++
+	if wk.served < t.s.MaxRequests {
+		return
+	}
+	wk.served = 0
+	if o := wk.pool; o >= 0 {
+		wk.pool = -1
+		m.dropOwner(o, ReasonWorkerExit)
+	}
 }

@@ -36,6 +36,7 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 		"tier.app.keepalive_timeout", "0s", "tier.app.rtt", "0s", "tier.app.client_cpu", "0s", "tier.app.client_read_cpu", "0s", "tier.app.connect_cpu", "0s",
 		"tier.app.reuse", get("reuse"), "tier.app.max_idle_age", get("max_idle_age"), "tier.app.retry_on_race", single.RetryOnRace,
 		"tier.app.pool_max", single.PoolMax, "tier.app.upstream_keepalive", single.UpstreamKeepalive,
+		"tier.app.max_requests", single.MaxRequests,
 		"tier.api.workers", 64, "tier.api.threads", 1, "tier.api.server_time", get("server_time"),
 		"tier.api.keepalive_timeout", get("keepalive_timeout"), "tier.api.keepalive_requests", single.KeepaliveRequests,
 		"tier.api.server_jitter", single.ServerJitter, "tier.api.rtt", get("rtt"),
@@ -96,6 +97,8 @@ func TestOneHopAgrees(t *testing.T) {
 		{"a 200 kB response: slow start", []any{"response_bytes", 200000}, ""},
 		{"a 200 kB response after idle: slow start again", []any{"response_bytes", 200000, "think_time", "300ms", "keepalive_timeout", "1s"}, ""},
 		{"the client's CPU", []any{"connect_cpu", "0.2ms", "client_cpu", "0.1ms", "client_read_cpu", "0.05ms", "tls", "1.3", "think_time", "60ms"}, ""},
+		{"pm.max_requests = 2: workers replaced, pools with them", []any{"max_requests", 2, "workers", 4, "think_time", "10ms"}, ""},
+		{"pm.max_requests = 3 under DNS and TLS, one worker", []any{"max_requests", 3, "workers", 1, "dns", "5ms", "tls", "1.3", "think_time", "10ms", "concurrency", 1}, ""},
 		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
 			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
 				"the chain takes the tier's server_closes_first share, measured on loopback where the two closes race"},
