@@ -114,8 +114,8 @@ var blockOnlyKeys = map[string]bool{
 // tierUnsupported are keys the chain does not model: each tier answers
 // small responses.
 var tierUnsupported = map[string]string{
-	"setup_rtts": "not modelled in tiers",
-	"share_sets": "not modelled in tiers", "app_time": "a tier's own work is its server_time",
+	"setup_rtts":         "not modelled in tiers",
+	"app_time":           "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",
 	"drop_cpu":           "not modelled in tiers",

@@ -24,28 +24,39 @@ func (m *chainModel) callerScenario(h int) *Scenario {
 	return &m.tiers[h-1].s
 }
 
-// ownerOf returns the cache that keeps job ji's connections over hop h: a
-// user's own connection, a worker's pool or keep-alive cache, or one for
-// the request (or, without reuse, the call).
-func (m *chainModel) ownerOf(ji int32, h int) int32 {
+// ownerFor returns the cache that keeps job ji's data of kind what
+// (ShareConnect: its connections, ShareDNS, ShareSSLSession) over hop h: a
+// user's own connection, a worker's pool or keep-alive cache, a worker's
+// persistent share handle whose set holds what, or one for the request
+// (or, without reuse, the call), as a single hop's ownerFor.
+func (m *chainModel) ownerFor(ji int32, h int, what uint8) int32 {
 	j := &m.jobs[ji]
-	if pol := m.callerPolicy(h); pol == polPool || pol == polUpstream {
-		if h == 0 && j.user >= 0 {
-			o := m.userOwner[j.user]
-			if o < 0 {
-				o = m.newOwner()
-				m.userOwner[j.user] = o
-			}
-			return o
+	pol := m.callerPolicy(h)
+	if h == 0 && j.user >= 0 && pol == polPool {
+		o := m.userOwner[j.user]
+		if o < 0 {
+			o = m.newOwner()
+			m.userOwner[j.user] = o
 		}
-		if h > 0 {
-			w := &m.tiers[j.tier].workers[j.worker]
-			if w.pool < 0 {
-				o := m.newOwner()
-				m.tiers[j.tier].workers[j.worker].pool = o
-				return o
+		return o
+	}
+	if h > 0 {
+		t := &m.tiers[j.tier]
+		k := -1
+		switch pol {
+		case polPool, polUpstream:
+			k = 0
+		case polProcess:
+			if mask := t.shareMasks[(j.req-1)%len(t.shareMasks)]; mask&what != 0 {
+				k = int(mask)
 			}
-			return w.pool
+		}
+		if k >= 0 {
+			w := &t.workers[j.worker]
+			if w.owners[k] < 0 {
+				w.owners[k] = m.newOwner()
+			}
+			return w.owners[k]
 		}
 	}
 	if j.owner < 0 {
@@ -70,7 +81,7 @@ func (m *chainModel) callBegin(ji int32) {
 func (m *chainModel) acquire(ji int32) {
 	h := int(m.jobs[ji].tier) + 1
 	pol := m.callerPolicy(h)
-	o := m.ownerOf(ji, h)
+	o := m.ownerFor(ji, h, ShareConnect)
 	cs := m.callerScenario(h)
 	if pol != polNone {
 		ci, raced, seen := m.takeIdle(o, h)
@@ -109,7 +120,7 @@ func (m *chainModel) raceSeen(ji int32) {
 		m.failCall(ji, ErrorRace)
 		return
 	}
-	m.openConn(ji, m.ownerOf(ji, h))
+	m.openConn(ji, m.ownerFor(ji, h, ShareConnect))
 }
 
 // openConn opens a connection for job ji's call, kept by owner o: a local
@@ -136,7 +147,8 @@ func (m *chainModel) openConn(ji, o int32) {
 	j = &m.jobs[ji]
 	j.callNew, j.callConn = true, ci
 	// The lookup comes first; connect() waits it out.
-	j.lookup = resolve(&m.owners[o], &m.tiers[h].s, m.now)
+	j.lookup = resolve(&m.owners[m.ownerFor(ji, h, ShareDNS)], &m.tiers[h].s, m.now)
+	j = &m.jobs[ji]
 	j.resolved = m.now + j.lookup
 	if j.lookup > 0 {
 		hp.lookups++
@@ -167,7 +179,7 @@ func (m *chainModel) connect(ji int32) {
 	ready := m.now + j.lookup + 2*t.half + t.s.ConnectCPU
 	j.connected = ready
 	if t.s.TLS != TLSNone {
-		ow := &m.owners[m.conns[j.callConn].owner]
+		ow := &m.owners[m.ownerFor(ji, h, ShareSSLSession)]
 		hs := tlsHandshake(&t.s, ow.hasTLS)
 		ow.hasTLS = true
 		if hs.kind == HandshakeFull {
@@ -210,6 +222,7 @@ func (m *chainModel) failCall(ji int32, msg ErrorKind) {
 			Retried: j.callRetry, Start: j.callStart, Total: m.now - j.callStart, Error: string(msg)}
 		m.sink(&m.ev)
 	}
+	m.endCallScope(ji, h)
 	m.afterCall(ji)
 }
 
@@ -248,6 +261,7 @@ func (m *chainModel) response(ki int32) {
 		m.sink(&m.ev)
 	}
 	m.endExchange(ci, h)
+	m.endCallScope(ji, h)
 	m.afterCall(ji)
 }
 
@@ -276,4 +290,15 @@ func (m *chainModel) endExchange(ci int32, h int) {
 		return
 	}
 	m.release(ci)
+}
+
+// endCallScope ends the handle of a call without reuse: a new one each
+// call (curl_init per call), so nothing it cached (a DNS answer, a TLS
+// session) outlives the call, as a single hop's endCallScope.
+func (m *chainModel) endCallScope(ji int32, h int) {
+	if j := &m.jobs[ji]; m.callerPolicy(h) == polNone && j.owner >= 0 {
+		o := j.owner
+		j.owner = -1
+		m.dropOwner(o, ReasonEndOfCall)
+	}
 }

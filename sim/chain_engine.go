@@ -84,6 +84,8 @@ type ctier struct {
 	rr      int
 	next    bool   // it calls the next tier
 	policy  policy // how it keeps its connections to the next tier
+	// shareMasks are its share_sets, cycled over requests (reuse = process)
+	shareMasks []uint8
 
 	served int
 	busy   time.Duration // work done by all its workers
@@ -96,7 +98,11 @@ type cworker struct {
 	threadQ ring[int32]
 	cpuBusy bool
 	cpuQ    ring[cpuSeg]
-	pool    int32 // its pool or keep-alive cache for the next tier (-1: none yet)
+	// owners are its caches for the next tier (-1: none yet): [0] its pool
+	// or keep-alive cache; with reuse = process, one per share mask (the
+	// CURL_LOCK_DATA_* set of a persistent share handle), as a single
+	// hop's worker has them.
+	owners [8]int32
 }
 
 type cpuSeg struct {
@@ -200,12 +206,12 @@ func newChain(s Scenario, opt Options) *chainModel {
 		t.s, t.name, t.half = ts, s.Tiers[i].Name, ts.RTT/2
 		t.next = i+1 < n && ts.CallsPerRequest > 0
 		t.policy = policyOf(ts.Reuse)
-		if t.policy == polProcess {
-			t.policy = polPool // kept by the process across requests
-		}
+		t.shareMasks = shareMasks(ts.ShareSets)
 		t.workers = make([]cworker, ts.Workers)
 		for w := range t.workers {
-			t.workers[w].pool = -1
+			for k := range t.workers[w].owners {
+				t.workers[w].owners[k] = -1
+			}
 		}
 		hp := &m.hops[i]
 		// Each hop has its own destination, so its own search.

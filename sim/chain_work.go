@@ -187,8 +187,10 @@ func (m *chainModel) retire(t *ctier, w int32) {
 		return
 	}
 	wk.served = 0
-	if o := wk.pool; o >= 0 {
-		wk.pool = -1
-		m.dropOwner(o, ReasonWorkerExit)
+	for k, o := range wk.owners {
+		if o >= 0 {
+			t.workers[w].owners[k] = -1
+			m.dropOwner(o, ReasonWorkerExit)
+		}
 	}
 }

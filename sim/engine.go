@@ -261,17 +261,26 @@ func newModel(s Scenario, opt Options) *model {
 	}
 	m.stopAt = -1
 	m.policy = policyOf(s.Reuse)
-	for _, set := range s.ShareSets {
-		mask, err := ShareMask(set)
-		if err != nil {
-			mask = ShareDNS | ShareConnect | ShareSSLSession // only checked for process reuse
-		}
-		m.shareMasks = append(m.shareMasks, mask)
-	}
+	m.shareMasks = shareMasks(s.ShareSets)
 	m.series.Interval = s.SeriesInterval
 	m.initWorkers()
 	m.tcp.configure(s.PortRange, m.twReuse, opt.Seed)
 	return m
+}
+
+// shareMasks are the masks of share_sets, for both engines; a set that is
+// not valid shares everything (Validate refuses it where it matters: with
+// process reuse).
+func shareMasks(sets [][]string) []uint8 {
+	var masks []uint8
+	for _, set := range sets {
+		mask, err := ShareMask(set)
+		if err != nil {
+			mask = ShareDNS | ShareConnect | ShareSSLSession
+		}
+		masks = append(masks, mask)
+	}
+	return masks
 }
 
 // emit sends the scratch event to the sink and the collector.

@@ -99,6 +99,9 @@ func TestOneHopAgrees(t *testing.T) {
 		{"the client's CPU", []any{"connect_cpu", "0.2ms", "client_cpu", "0.1ms", "client_read_cpu", "0.05ms", "tls", "1.3", "think_time", "60ms"}, ""},
 		{"pm.max_requests = 2: workers replaced, pools with them", []any{"max_requests", 2, "workers", 4, "think_time", "10ms"}, ""},
 		{"pm.max_requests = 3 under DNS and TLS, one worker", []any{"max_requests", 3, "workers", 1, "dns", "5ms", "tls", "1.3", "think_time", "10ms", "concurrency", 1}, ""},
+		{"more users than workers", []any{"concurrency", 8, "think_time", "0s"}, ""},
+		{"persistent handles per option set (share_sets)", []any{"reuse", "process", "share_sets", []any{[]any{"dns", "connect"}, []any{"connect", "ssl_session"}}, "tls", "1.2", "dns", "5ms", "think_time", "60ms"}, ""},
+		{"DNS per call of three, no reuse", []any{"dns", "5ms", "reuse", "none", "calls_per_request", 3}, ""},
 		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
 			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
 				"the chain takes the tier's server_closes_first share, measured on loopback where the two closes race"},
