@@ -49,6 +49,8 @@ import (
 //	max_requests       its workers are replaced after this many requests
 //	                   (pm.max_requests), their pools to the next tier with
 //	                   them
+//	setup_rtts         round trips its caller spends on a new connection
+//	                   before the first request (go-redis's HELLO)
 //	connect_cpu, client_cpu, client_read_cpu
 //	                   the caller's CPU for the hop, on the call's time as
 //	                   for a single hop (client_conn_time is the caller's
@@ -114,7 +116,6 @@ var blockOnlyKeys = map[string]bool{
 // tierUnsupported are keys the chain does not model: each tier answers
 // small responses.
 var tierUnsupported = map[string]string{
-	"setup_rtts":         "not modelled in tiers",
 	"app_time":           "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",

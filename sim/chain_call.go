@@ -190,6 +190,7 @@ func (m *chainModel) connect(ji int32) {
 		ready += time.Duration(hs.rtts)*2*t.half + hs.cpu
 		j.secured, j.handshake = ready, hs.kind
 	}
+	ready += time.Duration(t.s.SetupRTTs) * 2 * t.half // the client's own exchanges first (go-redis's HELLO)
 	m.sendRequest(ji, j.callConn, ready)
 }
 

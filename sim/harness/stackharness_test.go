@@ -98,6 +98,7 @@ func TestStackConfig(t *testing.T) {
 		{[]lab.Setting{{Key: "tier.app.software", Value: "redis"}}, `three [[tier]] tables with software = "nginx"`},
 		{[]lab.Setting{{Key: "tier.redis.tls", Value: "1.3"}}, `tier.redis.tls: setup = "stack": the real stack's hops are plain TCP`},
 		{[]lab.Setting{{Key: "tier.app.dns", Value: "5ms"}}, `tier.app.dns: setup = "stack": the real stack's tiers are reached at addresses`},
+		{[]lab.Setting{{Key: "tier.redis.setup_rtts", Value: int64(1)}}, `tier.redis.setup_rtts: setup = "stack"`},
 	} {
 		scns, _, err := b.Scenarios(tc.set)
 		if err != nil {

@@ -67,6 +67,8 @@ func stackConfig(s *sim.Scenario) (stack.Config, stack.Load, error) {
 			return c, l, refuse(key(i, "tls"), "the real stack's hops are plain TCP (tls = \"none\"), got %q", t.TLS)
 		case t.DNS != 0:
 			return c, l, refuse(key(i, "dns"), "the real stack's tiers are reached at addresses, with no lookup (dns = \"0s\"), got %s", sim.FormatDuration(t.DNS))
+		case t.SetupRTTs != 0:
+			return c, l, refuse(key(i, "setup_rtts"), "the real stack's clients send their first request at once (setup_rtts = 0), got %d", t.SetupRTTs)
 		}
 	}
 	c.NginxWorkers = ng.Workers
