@@ -51,6 +51,8 @@ import (
 //	                   them
 //	setup_rtts         round trips its caller spends on a new connection
 //	                   before the first request (go-redis's HELLO)
+//	drop_cpu           its caller's CPU to drop a kept connection it finds
+//	                   closed or too old
 //	connect_cpu, client_cpu, client_read_cpu
 //	                   the caller's CPU for the hop, on the call's time as
 //	                   for a single hop (client_conn_time is the caller's
@@ -119,7 +121,6 @@ var tierUnsupported = map[string]string{
 	"app_time":           "a tier's own work is its server_time",
 	"server_concurrency": "a tier's concurrency is its workers and threads",
 	"closer":             "tiers take server_closes_first and simultaneous_close",
-	"drop_cpu":           "not modelled in tiers",
 }
 
 func isTierKey(key string) bool { return strings.HasPrefix(key, "tier.") }

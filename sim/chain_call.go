@@ -84,20 +84,26 @@ func (m *chainModel) acquire(ji int32) {
 	o := m.ownerFor(ji, h, ShareConnect)
 	cs := m.callerScenario(h)
 	if pol != polNone {
-		ci, raced, seen := m.takeIdle(o, h)
+		ci, raced, seen, dropped := m.takeIdle(o, h)
+		// The client drops the connections it found unusable before the
+		// call goes on (libcurl, as it looks in its pool).
+		drop := m.tiers[h].s.DropCPU
+		start := m.now + time.Duration(dropped)*drop
 		if raced {
 			// The request went out on a connection the server had just
 			// closed; the client learns it when the server's FIN arrives,
-			// then sends the call again or fails it (raceSeen).
+			// drops that one too, then sends the call again or fails it
+			// (raceSeen).
 			m.jobs[ji].callRetry = true
 			m.hops[h].races++
-			m.schedule(seen, ckRaceSeen, ji, 0)
+			m.schedule(max(seen, start)+drop, ckRaceSeen, ji, 0)
 			return
 		} else if ci >= 0 {
 			m.hops[h].reused++
-			m.sendRequest(ji, ci, m.now)
+			m.sendRequest(ji, ci, start)
 			return
 		}
+		m.jobs[ji].lookup = start - m.now // before the lookup: openConn adds it
 	}
 	if pol == polPool && cs.PoolMax > 0 && m.owners[o].open >= cs.PoolMax {
 		if cs.PoolFull == "error" {
@@ -147,10 +153,13 @@ func (m *chainModel) openConn(ji, o int32) {
 	j = &m.jobs[ji]
 	j.callNew, j.callConn = true, ci
 	// The lookup comes first; connect() waits it out.
-	j.lookup = resolve(&m.owners[m.ownerFor(ji, h, ShareDNS)], &m.tiers[h].s, m.now)
+	// The lookup comes after what acquire left in j.lookup (the CPU of
+	// dropping dead connections).
+	nl := resolve(&m.owners[m.ownerFor(ji, h, ShareDNS)], &m.tiers[h].s, m.now+j.lookup)
 	j = &m.jobs[ji]
+	j.lookup += nl
 	j.resolved = m.now + j.lookup
-	if j.lookup > 0 {
+	if nl > 0 {
 		hp.lookups++
 	}
 	hp.connects++

@@ -57,15 +57,16 @@ func (m *chainModel) release(ci int32) {
 // carry a request over hop h now, closing those that cannot (findIdle);
 // -1 when none is left. raced: the server is closing the one taken as the
 // request goes out (the keep-alive race), which the client learns at seen,
-// when the server's FIN arrives.
-func (m *chainModel) takeIdle(o int32, h int) (ci int32, raced bool, seen time.Duration) {
+// when the server's FIN arrives. dropped counts the connections it closed
+// on the way, each of which costs the client drop_cpu.
+func (m *chainModel) takeIdle(o int32, h int) (ci int32, raced bool, seen time.Duration, dropped int) {
 	cs := m.callerScenario(h)
 	half := m.tiers[h].half
 	for {
 		ow := &m.owners[o]
 		n := len(ow.idle)
 		if n == 0 {
-			return -1, false, 0
+			return -1, false, 0, dropped
 		}
 		ci = ow.idle[n-1]
 		ow.idle = ow.idle[:n-1]
@@ -75,10 +76,13 @@ func (m *chainModel) takeIdle(o int32, h int) (ci int32, raced bool, seen time.D
 		switch findIdle(idleConn{c.lastUsed, c.created, closeAt, closing}, m.now, half, cs.MaxIdleAge, cs.MaxLifetime) {
 		case idleDead:
 			m.closeConn(ci, sideServer, false, ReasonDead)
+			dropped++
 		case idleTooOld:
 			m.closeConn(ci, sideClient, false, ReasonMaxIdleAge)
+			dropped++
 		case idleTooLong:
 			m.closeConn(ci, sideClient, false, ReasonMaxLifetime)
+			dropped++
 		case idleRaced:
 			if !c.srvClosed {
 				m.serverClose(ci, closeAt)
@@ -86,10 +90,10 @@ func (m *chainModel) takeIdle(o int32, h int) (ci int32, raced bool, seen time.D
 			// The request meets a closed socket: the server answers with
 			// a reset, which ends its socket without a TIME_WAIT.
 			m.closeConn(ci, sideServer, false, ReasonReset)
-			return -1, true, closeAt + half
+			return -1, true, closeAt + half, dropped
 		default:
 			c.state = connActive
-			return ci, false, 0
+			return ci, false, 0, dropped
 		}
 	}
 }

@@ -290,7 +290,7 @@ func TestChainValidate(t *testing.T) {
 	}{
 		{"tier.nobody.workers", 2, `no tier named "nobody" (tiers: nginx, app, redis)`},
 		{"tier.app.concurrency", 3, "describes the load"},
-		{"tier.app.drop_cpu", "1ms", "not modelled in tiers"},
+		{"tier.app.app_time", "1ms", "a tier's own work is its server_time"},
 		{"tier.app.dns", "-1ms", "tier.app.dns"},
 		{"tier.app.tls", "1.4", "want one of"},
 		{"tier.app.workers", 0, "out of range"},

@@ -44,7 +44,7 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 		"tier.api.dns", get("dns"), "tier.api.dns_cache_timeout", get("dns_cache_timeout"),
 		"tier.api.response_bytes", single.ResponseBytes, "tier.api.slow_start_after_idle", single.SlowStartAfterIdle,
 		"tier.api.init_cwnd", single.InitCwnd, "tier.api.mss", single.MSS,
-		"tier.api.setup_rtts", single.SetupRTTs, "tier.api.connect_cpu", get("connect_cpu"), "tier.api.client_cpu", get("client_cpu"), "tier.api.client_read_cpu", get("client_read_cpu"))
+		"tier.api.setup_rtts", single.SetupRTTs, "tier.api.drop_cpu", get("drop_cpu"), "tier.api.connect_cpu", get("connect_cpu"), "tier.api.client_cpu", get("client_cpu"), "tier.api.client_read_cpu", get("client_read_cpu"))
 	set(t, &chain, "early_data", false, "tls_resume", false, "tls", "none", "dns", "0s") // each hop has its own
 	if single.Closer == SideServer {
 		set(t, &chain, "tier.api.server_closes_first", 1.0)
@@ -102,6 +102,8 @@ func TestOneHopAgrees(t *testing.T) {
 		{"more users than workers", []any{"concurrency", 8, "think_time", "0s"}, ""},
 		{"persistent handles per option set (share_sets)", []any{"reuse", "process", "share_sets", []any{[]any{"dns", "connect"}, []any{"connect", "ssl_session"}}, "tls", "1.2", "dns", "5ms", "think_time", "60ms"}, ""},
 		{"a round trip of the client's own before the first request (setup_rtts)", []any{"setup_rtts", 1, "tls", "1.3", "think_time", "60ms"}, ""},
+		{"drop_cpu: dead connections found by a per-process handle", []any{"reuse", "process", "think_time", "60ms", "drop_cpu", "0.5ms", "dns", "5ms"}, ""},
+		{"drop_cpu and the race", []any{"reuse", "process", "think_time", "49ms", "drop_cpu", "0.5ms"}, ""},
 		{"DNS per call of three, no reuse", []any{"dns", "5ms", "reuse", "none", "calls_per_request", 3}, ""},
 		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
 			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
