@@ -8,8 +8,8 @@ import (
 // A chain of tiers describes a whole stack: the load → nginx → an app →
 // Redis, say. Each tier is a server to the one before it and a client of
 // the one after it; hop h carries the connections into tier h (hop 1 from
-// the load's users to the first tier). A scenario without tiers is the
-// single hop of engine.go.
+// the load's users to the first tier). A scenario without tiers is a
+// chain of one (chain_one.go): its workers and the upstream they call.
 //
 // A tier is written as the scenario keys that describe it, set over the
 // block's own values ("tier.app.workers" = 1). As a server it uses:
@@ -37,12 +37,11 @@ import (
 //	                   random (the kernel hands each to whichever worker
 //	                   takes it first, as with nginx's workers), else in turn
 //	tls, cert, handshake_cpu, resume_cpu, tls_resume, early_data
-//	                   the TLS of the hop into it, as for a single hop
-//	                   (tls.go): a caller resumes a session its pool or
+//	                   the TLS of the hop into it (tls.go): a caller resumes a session its pool or
 //	                   cache holds when tls_resume is set; none by default
 //	dns, dns_cache_timeout
-//	                   the lookup of its name before a new connection, as
-//	                   for a single hop (dns.go), cached by the caller's
+//	                   the lookup of its name before a new connection
+//	                   (dns.go), cached by the caller's
 //	                   pool or cache; none by default
 //	response_bytes, mss, init_cwnd, slow_start_after_idle
 //	                   its responses and their slow start (tcp.go)
@@ -54,8 +53,8 @@ import (
 //	drop_cpu           its caller's CPU to drop a kept connection it finds
 //	                   closed or too old
 //	connect_cpu, client_cpu, client_read_cpu
-//	                   the caller's CPU for the hop, on the call's time as
-//	                   for a single hop (client_conn_time is the caller's
+//	                   the caller's CPU for the hop, on the call's time
+//	                   (client_conn_time is the caller's
 //	                   work on its own tier's CPU)
 //
 // As a client of the next tier it uses: reuse (none, request, pool or

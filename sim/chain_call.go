@@ -28,7 +28,7 @@ func (m *chainModel) callerScenario(h int) *Scenario {
 // (ShareConnect: its connections, ShareDNS, ShareSSLSession) over hop h: a
 // user's own connection, a worker's pool or keep-alive cache, a worker's
 // persistent share handle whose set holds what, or one for the request
-// (or, without reuse, the call), as a single hop's ownerFor.
+// (or, without reuse, the call).
 func (m *chainModel) ownerFor(ji int32, h int, what uint8) int32 {
 	j := &m.jobs[ji]
 	pol := m.callerPolicy(h)
@@ -47,7 +47,11 @@ func (m *chainModel) ownerFor(ji int32, h int, what uint8) int32 {
 		case polPool, polUpstream:
 			k = 0
 		case polProcess:
-			if mask := t.shareMasks[(j.req-1)%len(t.shareMasks)]; mask&what != 0 {
+			mask := t.shareMasks[0]
+			if n := len(t.shareMasks); n > 1 {
+				mask = t.shareMasks[(j.req-1)%n]
+			}
+			if mask&what != 0 {
 				k = int(mask)
 			}
 		}
@@ -142,9 +146,9 @@ func (m *chainModel) openConn(ji, o int32) {
 			t := roundS(m.now)
 			m.firstPortErr = &t
 		}
-		if m.sink != nil {
-			m.ev = Event{Kind: KindPortError, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Error: string(ErrorNoPort)}
-			m.sink(&m.ev)
+		if m.counted() {
+			m.ev = Event{Kind: KindPortError, At: m.now, Hop: m.hopTag(h), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1, Error: string(ErrorNoPort)}
+			m.emit()
 		}
 		m.failCall(ji, ErrorNoPort)
 		return
@@ -163,10 +167,12 @@ func (m *chainModel) openConn(ji, o int32) {
 		hp.lookups++
 	}
 	hp.connects++
-	if m.sink != nil {
-		m.ev = Event{Kind: KindOpen, At: j.resolved, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
-			Conn: m.conns[ci].id, LocalPort: int(port)}
-		m.sink(&m.ev)
+	if m.counted() {
+		e := &m.ev // field by field: a literal is built aside and copied
+		*e = Event{}
+		e.Kind, e.At, e.Hop, e.Req, e.Call, e.Worker = KindOpen, j.resolved, m.hopTag(h), j.req, int(j.calls), int(j.worker)+1
+		e.Conn, e.LocalPort = m.conns[ci].id, int(port)
+		m.emit()
 	}
 	if h > 0 {
 		if t := &m.tiers[h-1]; t.s.ClientConnTime > 0 {
@@ -211,12 +217,31 @@ func (m *chainModel) sendRequest(ji, ci int32, ready time.Duration) {
 	h := int(j.tier) + 1
 	c := &m.conns[ci]
 	c.state = connActive
+	m.hops[h].calls++
+	t := &m.tiers[h]
+	start := ready + t.s.ClientCPU + t.half // the caller's own work before the request leaves
+	var work time.Duration
+	if t.wall {
+		work = m.work(t)
+		if j.callNew {
+			work += t.s.ServerConnTime // accepting it, in the same turn
+		}
+		if t.s.Threads == 0 && !t.next {
+			// Nothing waits on a tier whose work takes time and that
+			// takes every request at once: its answer is known now, and
+			// it needs no job of its own.
+			t.served++
+			j.callDone = start + work
+			extra := m.serve(ci, t, j.callDone)
+			m.schedule(j.callDone+t.half+extra+t.s.ClientReadCPU, ckResponse, ji, 1)
+			return
+		}
+	}
 	ki := m.newJob(int8(h), ji)
 	j = &m.jobs[ji]
 	k := &m.jobs[ki]
 	k.req, k.conn, k.worker, k.newConn = j.req, ci, m.conns[ci].worker, j.callNew
-	k.start = ready + m.tiers[h].s.ClientCPU + m.tiers[h].half // the caller's own work before the request leaves
-	m.hops[h].calls++
+	k.start, k.work = start, work
 	m.schedule(k.start, ckArrive, ki, 0)
 }
 
@@ -227,10 +252,10 @@ func (m *chainModel) failCall(ji int32, msg ErrorKind) {
 	m.hops[h].errors++
 	m.hops[h].calls++ // a call, as its event says, though it never reached the tier
 	j.failed = true
-	if m.sink != nil {
-		m.ev = Event{Kind: KindCall, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
+	if m.counted() {
+		m.ev = Event{Kind: KindCall, At: m.now, Hop: m.hopTag(h), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
 			Retried: j.callRetry, Start: j.callStart, Total: m.now - j.callStart, Error: string(msg)}
-		m.sink(&m.ev)
+		m.emit()
 	}
 	m.endCallScope(ji, h)
 	m.afterCall(ji)
@@ -241,22 +266,32 @@ func (m *chainModel) failCall(ji int32, msg ErrorKind) {
 func (m *chainModel) response(ki int32) {
 	k := &m.jobs[ki]
 	ji, h, ci, failed := k.parent, int(k.tier), k.conn, k.failed
-	srvDone := k.srvDone
+	m.jobs[ji].callDone = k.srvDone
 	m.freeJobs = append(m.freeJobs, ki)
+	m.answered(ji, h, ci, failed)
+}
+
+// answered: the answer to job ji's call over hop h, on connection ci,
+// reaches it now.
+func (m *chainModel) answered(ji int32, h int, ci int32, failed bool) {
 	j := &m.jobs[ji]
+	srvDone := j.callDone
 	hp := &m.hops[h]
 	total := m.now - j.callStart
 	if failed {
 		j.failed = true
 		hp.errors++
-	} else {
+	} else if !m.one { // a chain of one's collector has its calls
 		hp.call.Add(total)
 	}
-	if m.sink != nil {
-		e := Event{Kind: KindCall, At: m.now, Hop: uint8(h + 1), Req: j.req, Call: int(j.calls), Worker: int(j.worker) + 1,
-			Conn: m.conns[ci].id, LocalPort: int(m.conns[ci].port), NewConn: j.callNew, Reused: !j.callNew,
-			Retried: j.callRetry, Start: j.callStart, Queue: j.callWait, StartTransfer: srvDone + m.tiers[h].half - j.callStart,
-			Total: total}
+	if m.counted() {
+		// Field by field into the scratch event: a literal is built aside
+		// and copied.
+		e := &m.ev
+		*e = Event{}
+		e.Kind, e.At, e.Hop, e.Req, e.Call, e.Worker = KindCall, m.now, m.hopTag(h), j.req, int(j.calls), int(j.worker)+1
+		e.Conn, e.LocalPort, e.NewConn, e.Reused = m.conns[ci].id, int(m.conns[ci].port), j.callNew, !j.callNew
+		e.Retried, e.Start, e.Queue, e.StartTransfer, e.Total = j.callRetry, j.callStart, j.callWait, srvDone+m.tiers[h].half-j.callStart, total
 		if j.callNew {
 			e.NameLookup = j.resolved - j.callStart
 			e.Connect = j.connected - j.callStart
@@ -267,8 +302,7 @@ func (m *chainModel) response(ki int32) {
 		if failed {
 			e.Error = "the called tier failed"
 		}
-		m.ev = e
-		m.sink(&m.ev)
+		m.emit()
 	}
 	m.endExchange(ci, h)
 	m.endCallScope(ji, h)
@@ -278,33 +312,40 @@ func (m *chainModel) response(ki int32) {
 // endExchange decides what becomes of connection ci after an exchange:
 // kept by its owner, or closed by both ends at once when the caller does
 // not keep connections (HTTP/1.0, Connection: close) or the server does
-// not (its keepalive_requests reached; 1: it never keeps one).
+// not (its keepalive_requests reached; 1: it never keeps one): the first
+// FIN decides where TIME_WAIT lands (server_closes_first,
+// simultaneous_close), and the reason says which limit ended it.
 func (m *chainModel) endExchange(ci int32, h int) {
 	c := &m.conns[ci]
 	c.lastUsed = m.now
 	srv := &m.tiers[h].s
-	if m.callerPolicy(h) == polNone || (srv.KeepaliveRequests > 0 && c.served >= srv.KeepaliveRequests) {
-		hp := &m.hops[h]
-		hp.bothAcc += srv.SimultaneousClose
-		hp.serverAcc += srv.ServerClosesFirst
-		switch {
-		case hp.bothAcc >= 1:
-			hp.bothAcc--
-			m.closeConn(ci, sideClient, true, ReasonSimultaneous)
-		case hp.serverAcc >= 1:
-			hp.serverAcc--
-			m.closeConn(ci, sideServer, false, ReasonEndOfExchange)
-		default:
-			m.closeConn(ci, sideClient, false, ReasonEndOfExchange)
-		}
+	limit := srv.KeepaliveRequests > 0 && c.served >= srv.KeepaliveRequests
+	if m.callerPolicy(h) != polNone && !limit {
+		m.release(ci)
 		return
 	}
-	m.release(ci)
+	reason := ReasonNoReuse
+	if limit {
+		reason = ReasonKeepaliveRequests
+	}
+	hp := &m.hops[h]
+	hp.bothAcc += srv.SimultaneousClose
+	hp.serverAcc += srv.ServerClosesFirst
+	switch {
+	case hp.bothAcc >= 1:
+		hp.bothAcc--
+		m.closeConn(ci, sideClient, true, ReasonSimultaneous)
+	case hp.serverAcc >= 1:
+		hp.serverAcc--
+		m.closeConn(ci, sideServer, false, reason)
+	default:
+		m.closeConn(ci, sideClient, false, reason)
+	}
 }
 
 // endCallScope ends the handle of a call without reuse: a new one each
 // call (curl_init per call), so nothing it cached (a DNS answer, a TLS
-// session) outlives the call, as a single hop's endCallScope.
+// session) outlives the call.
 func (m *chainModel) endCallScope(ji int32, h int) {
 	if j := &m.jobs[ji]; m.callerPolicy(h) == polNone && j.owner >= 0 {
 		o := j.owner

@@ -35,7 +35,7 @@ func (m *chainModel) release(ci int32) {
 	hp := &m.hops[h]
 	hp.idle++
 	if m.sink != nil {
-		m.ev = Event{Kind: KindIdle, At: m.now, Hop: uint8(h + 1), Conn: c.id, LocalPort: int(c.port)}
+		m.ev = Event{Kind: KindIdle, At: m.now, Hop: m.hopTag(h), Conn: c.id, LocalPort: int(c.port)}
 		m.sink(&m.ev)
 	}
 	if to := m.tiers[h].s.KeepaliveTimeout; to > 0 && c.timerAt == 0 {
@@ -117,7 +117,7 @@ func (m *chainModel) serverClose(ci int32, at time.Duration) {
 	c.srvClosed, c.srvClosedAt = true, at
 	c.gen++
 	if m.sink != nil {
-		m.ev = Event{Kind: KindClose, At: at, Hop: uint8(c.hop + 1), Conn: c.id, LocalPort: int(c.port), By: SideServer, Reason: ReasonIdleTimeout}
+		m.ev = Event{Kind: KindClose, At: at, Hop: m.hopTag(int(c.hop)), Conn: c.id, LocalPort: int(c.port), By: SideServer, Reason: ReasonIdleTimeout}
 		m.sink(&m.ev)
 	}
 }
@@ -187,19 +187,14 @@ func (m *chainModel) dropOwner(o int32, reason CloseReason) {
 }
 
 func (m *chainModel) newConn(h int, o int32, port int32) int32 {
-	var ci int32
-	if n := len(m.freeConns); n > 0 {
-		ci = m.freeConns[n-1]
-		m.freeConns = m.freeConns[:n-1]
-	} else {
-		m.conns = append(m.conns, cconn{})
-		ci = int32(len(m.conns) - 1)
-	}
+	ci := takeSlot(&m.conns, &m.freeConns)
 	t := &m.tiers[h]
 	// Connections go to the tier's workers in turn, to one at random, or
 	// by the shares a real run measured.
-	w := int32(t.rr % len(t.workers))
-	t.rr++
+	w := int32(t.rr)
+	if t.rr++; t.rr == len(t.workers) {
+		t.rr = 0
+	}
 	switch {
 	case len(t.s.WorkerShares) > 0:
 		w = pickShare(t.s.WorkerShares, m.rng.Float64())
@@ -207,8 +202,10 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 		w = int32(m.rng.IntN(len(t.workers)))
 	}
 	m.connIDs++
-	m.conns[ci] = cconn{id: m.connIDs, gen: m.conns[ci].gen + 1, hop: int8(h), state: connActive, owner: o,
-		worker: w, port: port, created: m.now, cwnd: t.s.InitCwnd}
+	c := &m.conns[ci] // field by field: a literal is built aside and copied
+	*c = cconn{gen: c.gen + 1}
+	c.id, c.hop, c.state, c.owner = m.connIDs, int8(h), connActive, o
+	c.worker, c.port, c.created, c.cwnd = w, port, m.now, t.s.InitCwnd
 	m.owners[o].open++
 	hp := &m.hops[h]
 	hp.open++
@@ -255,15 +252,15 @@ func (m *chainModel) allocPort(h int) (int32, bool) {
 	if clientTW {
 		m.tw[sideClient]--
 		hp.ports--
-		if m.sink != nil {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: SideClient, Reason: ReasonReused}
-			m.sink(&m.ev)
+		if m.counted() {
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: m.hopTag(h), LocalPort: int(port), By: SideClient, Reason: ReasonReused}
+			m.emit()
 		}
 	}
 	if serverTW {
 		m.tw[sideServer]--
 		if m.sink != nil {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: SideServer, Reason: ReasonTakenOver}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: m.hopTag(h), LocalPort: int(port), By: SideServer, Reason: ReasonTakenOver}
 			m.sink(&m.ev)
 		}
 	}
@@ -289,7 +286,7 @@ func (m *chainModel) closeConn(ci int32, first side, both bool, reason CloseReas
 	if m.sink != nil && !(first == sideServer && c.srvClosed) {
 		// A simultaneous close (both) is the connecting side's close event
 		// with reason simultaneous; each side's TIME_WAIT has its own.
-		m.ev = Event{Kind: KindClose, At: m.now, Hop: uint8(h + 1), Conn: c.id, LocalPort: int(c.port), By: first.word(), Reason: reason}
+		m.ev = Event{Kind: KindClose, At: m.now, Hop: m.hopTag(h), Conn: c.id, LocalPort: int(c.port), By: first.word(), Reason: reason}
 		m.sink(&m.ev)
 	}
 	// A reset ends the server's socket without a TIME_WAIT.
@@ -328,7 +325,7 @@ func (m *chainModel) enterTimeWait(h int, s side, port int32) {
 	m.tw[s] += hp.twLive[s] - before
 	m.twPeak[s] = max(m.twPeak[s], m.tw[s])
 	if m.sink != nil {
-		m.ev = Event{Kind: KindTimeWait, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: s.word()}
+		m.ev = Event{Kind: KindTimeWait, At: m.now, Hop: m.hopTag(h), LocalPort: int(port), By: s.word()}
 		m.sink(&m.ev)
 	}
 }
@@ -347,7 +344,7 @@ func (m *chainModel) timeWaitEnd(h int, s side) {
 		}
 		m.tw[s]--
 		if m.sink != nil {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: uint8(h + 1), LocalPort: int(port), By: s.word()}
+			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, Hop: m.hopTag(h), LocalPort: int(port), By: s.word()}
 			m.sink(&m.ev)
 		}
 	}

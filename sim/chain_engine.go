@@ -7,20 +7,20 @@ import (
 	"time"
 )
 
-// Engine events of a chain (engine.go's queue, kinds of their own).
+// Engine events (engine.go's queue).
 const (
-	ckSend       evKind = 64 + iota // user a sends its next request (-1: an open-loop arrival)
-	ckArrive                        // job a's request reaches its tier
-	ckCPUDone                       // job a's piece of work ends
-	ckResponse                      // job a's response reaches its caller
-	ckIdle                          // server idle timer of connection a, generation b
-	ckTWEnd                         // TIME_WAIT expiry on hop a, side b
-	ckSample                        // time-series sample
-	ckMachDone                      // the shared CPUs' first piece ends (generation a)
-	ckLoadDone                      // the load generator's turn for request a ends (no shared CPUs)
-	ckLoadGate                      // the load generator stalls (a = 1) or runs again (a = 0): load_stall
-	ckBesideDone                    // job a's work beside its process's (conn_parallel) ends
-	ckRaceSeen                      // job a's call learns its kept connection was closed (the race)
+	ckSend       evKind = iota // user a sends its next request (-1: an open-loop arrival)
+	ckArrive                   // job a's request reaches its tier
+	ckCPUDone                  // job a's piece of work ends
+	ckResponse                 // job a's response reaches its caller
+	ckIdle                     // server idle timer of connection a, generation b
+	ckTWEnd                    // TIME_WAIT expiry on hop a, side b
+	ckSample                   // time-series sample
+	ckMachDone                 // the shared CPUs' first piece ends (generation a)
+	ckLoadDone                 // the load generator's turn for request a ends (no shared CPUs)
+	ckLoadGate                 // the load generator stalls (a = 1) or runs again (a = 0): load_stall
+	ckBesideDone               // job a's work beside its process's (conn_parallel) ends
+	ckRaceSeen                 // job a's call learns its kept connection was closed (the race)
 )
 
 // Job phases: what a job does when its piece of work ends.
@@ -40,6 +40,13 @@ type chainModel struct {
 	tiers []ctier
 	hops  []chop
 	mach  *machine // the shared CPUs (nil: a CPU per process)
+
+	// A chain of one (chain_one.go): the load reaches the first tier
+	// through desk, loadHalf after it is sent, and col counts its hop.
+	one      bool
+	desk     desk
+	loadHalf time.Duration
+	col      Collector
 
 	// The load generator's stalls (load_stalls): off the CPUs, its
 	// requests wait in stalled until it runs again.
@@ -83,6 +90,7 @@ type ctier struct {
 	workers []cworker
 	rr      int
 	next    bool   // it calls the next tier
+	wall    bool   // its work takes time, not a CPU: a chain of one's tiers
 	policy  policy // how it keeps its connections to the next tier
 	// shareMasks are its share_sets, cycled over requests (reuse = process)
 	shareMasks []uint8
@@ -158,6 +166,8 @@ type cjob struct {
 	secured   time.Duration // ... and its TLS handshake done (0: none)
 	handshake Handshake     // that handshake's kind
 	srvDone   time.Duration // its tier finished it
+	callDone  time.Duration // the tier it called finished its current call
+	work      time.Duration // its work, drawn when sent (a tier whose work takes time)
 	failMsg   string
 }
 
@@ -197,16 +207,28 @@ func newChain(s Scenario, opt Options) *chainModel {
 		twReuse: s.TWReuse == 1 || (s.TWReuse == 2 && s.Loopback),
 	}
 	m.stopAt = -1
-	n := len(s.Tiers)
+	var names []string
+	var tiers []Scenario
+	if len(s.Tiers) == 0 {
+		w, u := oneHopTiers(&s)
+		names, tiers = []string{"workers", "upstream"}, []Scenario{w, u}
+		m.one, m.loadHalf = true, s.ClientRTT/2
+		m.desk = newDesk(s.Workers, s.Threads, s.Dispatch)
+	} else {
+		for i := range s.Tiers {
+			names, tiers = append(names, s.Tiers[i].Name), append(tiers, s.TierScenario(i))
+		}
+	}
+	n := len(tiers)
 	m.tiers = make([]ctier, n)
 	m.hops = make([]chop, n)
-	for i := range m.tiers {
-		ts := s.TierScenario(i)
+	for i, ts := range tiers {
 		t := &m.tiers[i]
-		t.s, t.name, t.half = ts, s.Tiers[i].Name, ts.RTT/2
+		t.s, t.name, t.half = ts, names[i], ts.RTT/2
 		t.next = i+1 < n && ts.CallsPerRequest > 0
 		t.policy = policyOf(ts.Reuse)
 		t.shareMasks = shareMasks(ts.ShareSets)
+		t.wall = m.one
 		t.workers = make([]cworker, ts.Workers)
 		for w := range t.workers {
 			for k := range t.workers[w].owners {
@@ -214,8 +236,13 @@ func newChain(s Scenario, opt Options) *chainModel {
 			}
 		}
 		hp := &m.hops[i]
-		// Each hop has its own destination, so its own search.
-		hp.configure(s.PortRange, m.twReuse, opt.Seed+uint64(i)*0x9e3779b97f4a7c15)
+		// Each hop has its own destination, so its own search; a chain
+		// of one's hop is seeded with the run's seed.
+		seed := opt.Seed + uint64(i)*0x9e3779b97f4a7c15
+		if m.one {
+			seed = opt.Seed
+		}
+		hp.configure(s.PortRange, m.twReuse, seed)
 		hp.serverAcc, hp.bothAcc = 0.5, 0.5 // round the shares' counts
 	}
 	if s.CPUs > 0 {
@@ -237,30 +264,41 @@ func (m *chainModel) run(ctx context.Context) error {
 	return err
 }
 
-// chainSteps does what each kind of event does, by kind - ckSend.
+// chainSteps does what each kind of event does.
 var chainSteps = [...]func(m *chainModel, a, b int32){
-	ckSend - ckSend:       func(m *chainModel, a, _ int32) { m.userSend(a) },
-	ckArrive - ckSend:     func(m *chainModel, a, _ int32) { m.arrive(a) },
-	ckCPUDone - ckSend:    func(m *chainModel, a, _ int32) { m.cpuDone(a) },
-	ckResponse - ckSend:   func(m *chainModel, a, _ int32) { m.response(a) },
-	ckIdle - ckSend:       (*chainModel).idleTimer,
-	ckTWEnd - ckSend:      func(m *chainModel, a, b int32) { m.timeWaitEnd(int(a), side(b)) },
-	ckSample - ckSend:     func(m *chainModel, _, _ int32) { m.sample(); m.sampleAgain(m.s.SeriesInterval, ckSample) },
-	ckMachDone - ckSend:   func(m *chainModel, a, _ int32) { m.machDone(a) },
-	ckLoadDone - ckSend:   func(m *chainModel, a, _ int32) { m.callBegin(a) },
-	ckLoadGate - ckSend:   func(m *chainModel, a, _ int32) { m.loadGate(a == 1) },
-	ckBesideDone - ckSend: func(m *chainModel, a, _ int32) { m.besideDone(a) },
-	ckRaceSeen - ckSend:   func(m *chainModel, a, _ int32) { m.raceSeen(a) },
+	ckSend:       func(m *chainModel, a, _ int32) { m.userSend(a) },
+	ckArrive:     func(m *chainModel, a, _ int32) { m.arrive(a) },
+	ckCPUDone:    func(m *chainModel, a, _ int32) { m.cpuDone(a) },
+	ckResponse:   (*chainModel).responseOrAnswer,
+	ckIdle:       (*chainModel).idleTimer,
+	ckTWEnd:      func(m *chainModel, a, b int32) { m.timeWaitEnd(int(a), side(b)) },
+	ckSample:     func(m *chainModel, _, _ int32) { m.sample(); m.sampleAgain(m.s.SeriesInterval, ckSample) },
+	ckMachDone:   func(m *chainModel, a, _ int32) { m.machDone(a) },
+	ckLoadDone:   func(m *chainModel, a, _ int32) { m.callBegin(a) },
+	ckLoadGate:   func(m *chainModel, a, _ int32) { m.loadGate(a == 1) },
+	ckBesideDone: func(m *chainModel, a, _ int32) { m.besideDone(a) },
+	ckRaceSeen:   func(m *chainModel, a, _ int32) { m.raceSeen(a) },
 }
 
 // step handles one event; it reports when the run stops (an error: at
 // once, without the linger).
 func (m *chainModel) step(it item) (bool, error) {
-	chainSteps[it.kind-ckSend](m, it.a, it.b)
+	chainSteps[it.kind](m, it.a, it.b)
 	if m.tooMany {
 		return true, errTooMany(&m.s)
 	}
 	return m.stopAt < 0 && m.pending == 0 && m.inFlight == 0 && m.loadEnded(m.s.Linger), nil
+}
+
+// responseOrAnswer: job a's response reaches its caller, or (b = 1) the
+// answer to job a's call, from a tier that needed no job for it.
+func (m *chainModel) responseOrAnswer(a, b int32) {
+	if b == 1 {
+		j := &m.jobs[a]
+		m.answered(a, int(j.tier)+1, j.callConn, false)
+		return
+	}
+	m.response(a)
 }
 
 // ---- The load.
@@ -299,7 +337,7 @@ func (m *chainModel) queueSend(u int32, t time.Duration) {
 	}
 	m.sent++
 	m.pending++
-	m.schedule(t, ckSend, u, 0)
+	m.schedule(t+m.loadHalf, ckSend, u, 0)
 }
 
 // scheduleOpen queues the next open-loop arrival.
@@ -310,7 +348,7 @@ func (m *chainModel) scheduleOpen() {
 	}
 	m.sent++
 	m.pending++
-	m.schedule(t, ckSend, -1, 0)
+	m.schedule(t+m.loadHalf, ckSend, -1, 0)
 	gap := 1 / m.s.Rate
 	if m.s.Arrival == "poisson" {
 		gap = -math.Log(1-m.rng.Float64()) / m.s.Rate
@@ -324,11 +362,21 @@ func (m *chainModel) userSend(u int32) {
 	m.pending--
 	m.inFlight++
 	m.arrived++
-	ji := m.newJob(-1, -1)
+	tier := int8(-1)
+	if m.one {
+		tier = 0 // the request is the workers' job: no hop of its own
+	}
+	ji := m.newJob(tier, -1)
 	j := &m.jobs[ji]
-	j.user, j.req, j.start = u, m.arrived, m.now
+	j.user, j.req, j.start = u, m.arrived, m.now-m.loadHalf
 	if u < 0 {
 		m.scheduleOpen()
+	}
+	if m.one {
+		if w := m.desk.admit(ji, m.rng); w >= 0 {
+			m.startDirect(ji, w)
+		}
+		return
 	}
 	if m.loadOff {
 		m.stalled = append(m.stalled, ji)
@@ -393,47 +441,47 @@ func (m *chainModel) loadTurn(ji int32) {
 }
 
 func (m *chainModel) newJob(tier int8, parent int32) int32 {
-	var ji int32
-	if n := len(m.freeJobs); n > 0 {
-		ji = m.freeJobs[n-1]
-		m.freeJobs = m.freeJobs[:n-1]
-	} else {
-		m.jobs = append(m.jobs, cjob{})
-		ji = int32(len(m.jobs) - 1)
-	}
-	m.jobs[ji] = cjob{tier: tier, parent: parent, user: -1, worker: -1, conn: -1, callConn: -1, owner: -1}
+	ji := takeSlot(&m.jobs, &m.freeJobs)
+	j := &m.jobs[ji]
+	*j = cjob{} // cleared in place: a literal with fields is built aside and copied
+	j.tier, j.parent = tier, parent
+	j.user, j.worker, j.conn, j.callConn, j.owner = -1, -1, -1, -1, -1
 	return ji
 }
 
-// finishRequest: the load's request ji has its answer now.
-func (m *chainModel) finishRequest(ji int32) {
+// finishRequest: the load's request ji has its answer at time at (now,
+// but for a chain of one's), from worker w of the first tier (-1: not
+// known).
+func (m *chainModel) finishRequest(ji int32, at time.Duration, w int32) {
 	j := &m.jobs[ji]
 	if j.owner >= 0 {
 		m.dropOwner(j.owner, ReasonEndOfRequest)
 		j = &m.jobs[ji]
 	}
 	m.requests++
-	total := m.now - j.start
+	total := at - j.start
 	if j.failed {
 		m.failed++
-	} else {
+	} else if !m.one { // a chain of one's collector has its responses
 		m.respQ.Add(total)
 	}
 	if !m.started || j.start < m.firstStart {
 		m.firstStart, m.started = j.start, true
 	}
-	m.lastEnd = max(m.lastEnd, m.now)
-	if m.sink != nil {
-		m.ev = Event{Kind: KindRequest, At: m.now, Req: j.req, Start: j.start, Total: total}
+	m.lastEnd = max(m.lastEnd, at)
+	if m.counted() {
+		e := &m.ev // field by field: a literal is built aside and copied
+		*e = Event{}
+		e.Kind, e.At, e.Req, e.Worker, e.Start, e.Total = KindRequest, at, j.req, int(w)+1, j.start, total
 		if j.failed {
-			m.ev.Error = "a call failed"
+			e.Error = string(ErrorCallFailed)
 		}
-		m.sink(&m.ev)
+		m.emit()
 	}
 	m.inFlight--
 	if u := j.user; u >= 0 {
 		m.userSent[u]++
-		next := m.now + m.s.ThinkTime
+		next := at + m.s.ThinkTime
 		if m.s.PauseEvery > 0 && m.userSent[u]%m.s.PauseEvery == 0 {
 			next += m.s.Pause
 		}

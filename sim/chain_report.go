@@ -73,6 +73,10 @@ type HopSample struct {
 }
 
 func (m *chainModel) sample() {
+	if m.one {
+		m.appendSample(m.oneSample())
+		return
+	}
 	x := Sample{
 		T:              roundS(m.now),
 		Open:           m.open,
@@ -94,6 +98,10 @@ func (m *chainModel) sample() {
 	x.Connects = connects - m.lastSample[1]
 	x.Errors = errs - m.lastSample[2]
 	m.lastSample = [3]int{m.requests, connects, errs}
+	m.appendSample(x)
+}
+
+func (m *chainModel) appendSample(x Sample) {
 	if n := len(m.series.Samples); n > 0 && m.series.Samples[n-1].T == x.T {
 		return // the final sample fell on a sampling instant
 	}
@@ -101,6 +109,9 @@ func (m *chainModel) sample() {
 }
 
 func (m *chainModel) result() *Result {
+	if m.one {
+		return m.oneResult()
+	}
 	s := Summary{
 		Requests:           m.requests,
 		FailedRequests:     m.failed,

@@ -10,6 +10,11 @@ func (m *chainModel) cpu(ji int32, d time.Duration, ph uint8) {
 	j := &m.jobs[ji]
 	j.phase = ph
 	t := &m.tiers[j.tier]
+	if t.wall {
+		t.busy += d
+		m.schedule(m.now+d, ckCPUDone, ji, 0)
+		return
+	}
 	w := &t.workers[j.worker]
 	if w.cpuBusy {
 		j.waitFrom = m.now
@@ -51,7 +56,7 @@ func (m *chainModel) cpuDone(ji int32) {
 	t := &m.tiers[j.tier]
 	w := &t.workers[j.worker]
 	w.cpuBusy = false
-	if w.cpuQ.len() > 0 {
+	if w.cpuQ.len() > 0 && !t.wall {
 		seg := w.cpuQ.pop()
 		n := &m.jobs[seg.job]
 		n.queued += m.now - n.waitFrom
@@ -73,7 +78,7 @@ func (m *chainModel) cpuDone(ji int32) {
 // the tier accepts first) or a kept one.
 func (m *chainModel) arrive(ji int32) {
 	j := &m.jobs[ji]
-	if t := &m.tiers[j.tier]; j.newConn && t.s.ServerConnTime > 0 {
+	if t := &m.tiers[j.tier]; j.newConn && t.s.ServerConnTime > 0 && !t.wall {
 		m.connWork(ji, t, t.s.ServerConnTime, phAccept)
 		return
 	}
@@ -102,7 +107,17 @@ func (m *chainModel) takeThread(ji int32) {
 	}
 	w.threads++
 	j.hasThread = true
-	m.cpu(ji, m.work(t), phWork)
+	m.cpu(ji, m.jobWork(ji, t), phWork)
+}
+
+// jobWork is job ji's work on tier t: drawn now, or when its request was
+// sent on a tier whose work takes time (a chain of one's upstream draws
+// it then).
+func (m *chainModel) jobWork(ji int32, t *ctier) time.Duration {
+	if t.wall {
+		return m.jobs[ji].work
+	}
+	return m.work(t)
 }
 
 // work is a request's work on tier t: server_time, varied uniformly by
@@ -120,7 +135,7 @@ func (m *chainModel) work(t *ctier) time.Duration {
 func (m *chainModel) afterCall(ji int32) {
 	j := &m.jobs[ji]
 	if j.tier < 0 {
-		m.finishRequest(ji)
+		m.finishRequest(ji, m.now, -1)
 		return
 	}
 	if t := &m.tiers[j.tier]; t.next && !j.failed && int(j.calls) < t.s.CallsPerRequest {
@@ -139,22 +154,14 @@ func (m *chainModel) finishJob(ji int32) {
 		j = &m.jobs[ji]
 		j.owner = -1
 	}
+	if m.one && j.tier == 0 {
+		m.directDone(ji)
+		return
+	}
 	t.served++
 	t.queue.Add(j.queued)
 	j.srvDone = m.now
-	// The response's first byte reaches the caller half a round trip
-	// from now; slow start adds a round trip for every further window
-	// (tcp.go, as for a single hop), and the caller spends client_read_cpu
-	// on the rest.
-	c := &m.conns[j.conn]
-	if c.served > 0 {
-		c.cwnd = restartCwnd(&t.s, c.cwnd, m.now-c.srvIdleAt)
-	}
-	rounds, cwnd := transferRounds(t.s.ResponseBytes, t.s.MSS, c.cwnd)
-	c.cwnd = cwnd
-	c.served++
-	extra := time.Duration(rounds-1) * t.s.RTT
-	c.srvIdleAt = m.now + extra // the server's idle timer starts after the last byte
+	extra := m.serve(j.conn, t, m.now)
 	if t.s.MaxRequests > 0 && j.tier >= 0 {
 		m.retire(t, j.worker)
 	}
@@ -168,15 +175,32 @@ func (m *chainModel) finishJob(ji int32) {
 			nj.queued += m.now - nj.waitFrom
 			nj.hasThread = true
 			w.threads++
-			m.cpu(n, m.work(t), phWork)
+			m.cpu(n, m.jobWork(n, t), phWork)
 		}
 	}
 	m.schedule(m.now+t.half+extra+t.s.ClientReadCPU, ckResponse, ji, 0)
 }
 
+// serve: tier t finished a request on connection ci at time done. The
+// response's first byte reaches the caller half a round trip later; slow
+// start adds a round trip for every further window (tcp.go), returned as
+// extra, and the caller spends client_read_cpu on the rest.
+func (m *chainModel) serve(ci int32, t *ctier, done time.Duration) (extra time.Duration) {
+	c := &m.conns[ci]
+	if c.served > 0 {
+		c.cwnd = restartCwnd(&t.s, c.cwnd, done-c.srvIdleAt)
+	}
+	rounds, cwnd := transferRounds(t.s.ResponseBytes, t.s.MSS, c.cwnd)
+	c.cwnd = cwnd
+	c.served++
+	extra = time.Duration(rounds-1) * t.s.RTT
+	c.srvIdleAt = done + extra // the server's idle timer starts after the last byte
+	return extra
+}
+
 // retire counts a request served by worker w of tier t and, at the tier's
 // max_requests (pm.max_requests), replaces the worker with a fresh process,
-// as a single hop's recycleWorker does: the kernel closes its sockets, so
+// as PHP-FPM does: the kernel closes its sockets, so
 // its pool or keep-alive cache for the next tier is gone (it closes
 // first). The connections into it that a caller keeps are not closed by
 // it here.
@@ -187,7 +211,12 @@ func (m *chainModel) retire(t *ctier, w int32) {
 		return
 	}
 	wk.served = 0
-	for k, o := range wk.owners {
+	m.dropWorkerOwners(t, w)
+}
+
+// dropWorkerOwners: worker w of tier t exits; its caches go with it.
+func (m *chainModel) dropWorkerOwners(t *ctier, w int32) {
+	for k, o := range t.workers[w].owners {
 		if o >= 0 {
 			t.workers[w].owners[k] = -1
 			m.dropOwner(o, ReasonWorkerExit)

@@ -2,14 +2,8 @@ package sim
 
 import "time"
 
-// lookup resolves the server's name for a new connection of owner o at time
-// at and returns how long it took (resolve).
-func (m *model) lookup(o int32, at time.Duration) time.Duration {
-	return resolve(&m.owners[o], &m.s, at)
-}
-
 // resolve is a lookup of s's server name by a client whose cache is
-// owner ow, at time at, for both engines: it takes s.DNS unless ow holds
+// owner ow, at time at: it takes s.DNS unless ow holds
 // an answer. The answer is cached for DNSCacheTimeout (curl: 60 s,
 // whatever the record's TTL); a connection that is reused needs no lookup
 // at all, because curl matches kept connections by host name.

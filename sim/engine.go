@@ -15,25 +15,13 @@ import (
 	"context"
 	"errors"
 	"math/bits"
-	"math/rand/v2"
 	"time"
 
 	"github.com/connlab/connlab/sim/internal/msgf"
 )
 
-// evKind is what a scheduled engine event does.
+// evKind is what a scheduled engine event does (chain_engine.go).
 type evKind uint8
-
-const (
-	evArrive      evKind = iota // a request reaches the workers (a = user, or -1)
-	evStartCall                 // a worker begins the next call of request a
-	evServerStart               // request of a reaches the server (bounded server only)
-	evServerDone                // server finished request a
-	evCallDone                  // the call of request a ended at the client
-	evServerIdle                // keep-alive timer of connection a, generation b
-	evTimeWaitEnd               // TIME_WAIT socket with token a on side b expires
-	evSample                    // take a time-series sample
-)
 
 // item is one scheduled event. Ties at the same time run in scheduling order,
 // which makes runs deterministic.
@@ -101,7 +89,7 @@ func (q *eventQueue) settle() bool {
 	return true
 }
 
-// clock is the event loop both engines share: the queue, the time, and
+// clock is the engine's event loop: the queue, the time, and
 // when the run stops.
 type clock struct {
 	q         eventQueue
@@ -138,7 +126,7 @@ func (c *clock) next() (item, bool) {
 	return it, true
 }
 
-// loop is the event loop of both engines: it hands each event to step in
+// loop is the event loop: it hands each event to step in
 // time order until none is left, ctx ends, or step stops the run.
 func (c *clock) loop(ctx context.Context, step func(item) (stop bool, err error)) error {
 	for {
@@ -215,60 +203,10 @@ func Run(ctx context.Context, s Scenario, opt Options) (*Result, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if len(s.Tiers) > 0 {
-		return runChain(ctx, s, opt)
-	}
-	m := newModel(s, opt)
-	if err := m.run(ctx); err != nil {
-		return nil, err
-	}
-	return m.result(), nil
+	return runChain(ctx, s, opt)
 }
 
-// model is the state of one run.
-type model struct {
-	s Scenario
-	clock
-	rng  *rand.Rand
-	sink func(*Event)
-	ev   Event
-	col  Collector
-
-	half       time.Duration // one-way delay, RTT/2
-	crttHalf   time.Duration
-	twReuse    bool
-	shareMasks []uint8
-	policy     policy
-
-	load
-	workers
-	pools
-	sockets
-	srv server
-
-	series  Series
-	loadEnd time.Duration
-}
-
-func newModel(s Scenario, opt Options) *model {
-	m := &model{
-		s:        s,
-		rng:      rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
-		sink:     opt.Sink,
-		half:     s.RTT / 2,
-		crttHalf: s.ClientRTT / 2,
-		twReuse:  s.TWReuse == 1 || (s.TWReuse == 2 && s.Loopback),
-	}
-	m.stopAt = -1
-	m.policy = policyOf(s.Reuse)
-	m.shareMasks = shareMasks(s.ShareSets)
-	m.series.Interval = s.SeriesInterval
-	m.initWorkers()
-	m.tcp.configure(s.PortRange, m.twReuse, opt.Seed)
-	return m
-}
-
-// shareMasks are the masks of share_sets, for both engines; a set that is
+// shareMasks are the masks of share_sets; a set that is
 // not valid shares everything (Validate refuses it where it matters: with
 // process reuse).
 func shareMasks(sets [][]string) []uint8 {
@@ -281,96 +219,4 @@ func shareMasks(sets [][]string) []uint8 {
 		masks = append(masks, mask)
 	}
 	return masks
-}
-
-// emit sends the scratch event to the sink and the collector.
-func (m *model) emit(e *Event) {
-	m.col.Add(e)
-	if m.sink != nil {
-		m.sink(e)
-	}
-}
-
-// socketEvents reports whether socket-state events are wanted at all; the
-// collector only needs calls, requests, port errors and opens after one.
-func (m *model) socketEvents() bool { return m.sink != nil }
-
-func (m *model) run(ctx context.Context) error {
-	m.startLoad()
-	m.schedule(m.s.SeriesInterval, evSample, 0, 0)
-	if err := m.loop(ctx, m.step); err != nil {
-		return err
-	}
-	err := m.end(ctx, m.s.Linger)
-	m.countClosesUnderWay()
-	m.sample()
-	return err
-}
-
-// modelSteps does what each kind of event does.
-var modelSteps = [...]func(m *model, a, b int32){
-	evArrive:      func(m *model, a, _ int32) { m.arrive(a) },
-	evStartCall:   func(m *model, a, _ int32) { m.nextCall(a) },
-	evServerStart: func(m *model, a, _ int32) { m.serverStart(a) },
-	evServerDone:  func(m *model, a, _ int32) { m.serverDone(a) },
-	evCallDone:    func(m *model, a, _ int32) { m.callDone(a) },
-	evServerIdle:  (*model).serverIdle,
-	evTimeWaitEnd: (*model).timeWaitEnd,
-	evSample:      func(m *model, _, _ int32) { m.sample(); m.sampleAgain(m.s.SeriesInterval, evSample) },
-}
-
-// step handles one event; it reports when the run stops (an error: at
-// once, without the linger).
-func (m *model) step(it item) (bool, error) {
-	modelSteps[it.kind](m, it.a, it.b)
-	if m.tooMany {
-		return true, errTooMany(&m.s)
-	}
-	if m.stopAt < 0 && m.loadDone() {
-		m.loadEnd = m.now
-		return m.loadEnded(m.s.Linger), nil
-	}
-	return false, nil
-}
-
-// countClosesUnderWay counts in the server's TIME_WAIT peak the closes under
-// way when the run ends: a server's FIN on its way to an idle connection of
-// a pool, which drops the connection when it arrives, so that the server's
-// socket enters TIME_WAIT. A real run's last reading waits for them too.
-// (Where the client notices only on its next use, as curl does, the
-// server's socket waits in FIN_WAIT2 instead.)
-func (m *model) countClosesUnderWay() {
-	if m.policy != polPool && m.policy != polUpstream {
-		return
-	}
-	n := 0
-	for i := range m.conns {
-		if c := &m.conns[i]; c.srvClosed && c.state == connIdle {
-			n++
-		}
-	}
-	m.tcp.twPeak[sideServer] = max(m.tcp.twPeak[sideServer], m.tcp.twLive[sideServer]+n)
-}
-
-func (m *model) result() *Result {
-	m.col.SetSockets(m.tcp.twPeak[sideClient], m.tcp.twPeak[sideServer], m.openPeak)
-	return &Result{Summary: m.col.Summary(), Series: m.series, EngineEvents: m.processed}
-}
-
-func (m *model) sample() {
-	x := Sample{
-		T:              roundS(m.now),
-		Open:           m.open,
-		TimeWait:       m.tcp.twLive[sideClient],
-		ServerTimeWait: m.tcp.twLive[sideServer],
-		PortsInUse:     m.open + m.tcp.twLive[sideClient],
-		Requests:       m.col.s.Requests - m.lastSample.Requests,
-		Connects:       m.col.s.Connects - m.lastSample.Connects,
-		Errors:         m.col.s.Errors - m.lastSample.Errors,
-	}
-	m.lastSample = m.col.s
-	if n := len(m.series.Samples); n > 0 && m.series.Samples[n-1].T == x.T {
-		return // the final sample fell on a sampling instant
-	}
-	m.series.Append(x)
 }

@@ -69,7 +69,8 @@ func ParseKind(s string) (Kind, bool) {
 type Event struct {
 	Kind Kind `json:"kind"`
 	// Hop is the hop of a chain of tiers, from 1 (the load to the first
-	// tier); 0 for a single hop. A byte, kept beside Kind so the record does
+	// tier); 0 for a block without tiers, whose one hop is the workers'
+	// calls to the upstream (chain_one.go). A byte, kept beside Kind so the record does
 	// not grow (MaxTiers is 8).
 	Hop    uint8         `json:"hop,omitempty"`
 	At     time.Duration `json:"at_ms"`                                                 // run time of the event; for calls, when the call ended

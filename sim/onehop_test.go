@@ -117,8 +117,8 @@ func TestOneHopAgrees(t *testing.T) {
 			// starts where a search seeded for that hop does, so the single
 			// hop's is seeded alike (where connect() lands is chance, the
 			// same chance in both).
-			m := newModel(single, Options{Seed: 1})
-			m.tcp.configure(single.PortRange, m.twReuse, 1+1*0x9e3779b97f4a7c15)
+			m := newChain(single, Options{Seed: 1})
+			m.hops[1].configure(single.PortRange, m.twReuse, 1+1*0x9e3779b97f4a7c15)
 			if err := m.run(context.Background()); err != nil {
 				t.Fatal(err)
 			}

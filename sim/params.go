@@ -68,6 +68,14 @@ func init() {
 			continue // set through its own keys (tier.NAME.KEY)
 		}
 		p := Param{Key: f.Tag.Get("key"), Help: f.Tag.Get("help"), Unit: f.Tag.Get("unit"), Fixed: f.Tag.Get("fixed") == "true", index: i}
+		if f.Type == reflect.TypeFor[Reuse]() {
+			// Each value's meaning lives beside it (vocab.go).
+			var vs []string
+			for _, r := range reuses {
+				vs = append(vs, string(r)+" ("+reuseMeaning[r]+")")
+			}
+			p.Help += ": " + strings.Join(vs, ", ")
+		}
 		switch {
 		case f.Type == durationType:
 			p.Kind = "duration"

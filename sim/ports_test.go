@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// walker is a model with only its port space in use: tests move its clock
-// and take, close and expire ports by hand.
+// walker is a model with only its port space in use (a chain of one's
+// hop): tests move its clock and take, close and expire ports by hand.
 type walker struct {
 	t   *testing.T
-	m   *model
+	m   *chainModel
 	evs []Event
 }
 
@@ -25,24 +25,24 @@ func newWalker(t *testing.T, r PortRange, twReuse bool, seed uint64) *walker {
 		s.TWReuse = 1
 	}
 	w := &walker{t: t}
-	w.m = newModel(s, Options{Seed: seed, Sink: func(e *Event) { w.evs = append(w.evs, *e) }})
+	w.m = newChain(s, Options{Seed: seed, Sink: func(e *Event) { w.evs = append(w.evs, *e) }})
 	return w
 }
 
 // connect takes a port at time at; 0 for EADDRNOTAVAIL.
 func (w *walker) connect(at time.Duration) int {
 	w.m.now = at
-	p, ok := w.m.allocPort()
+	p, ok := w.m.allocPort(1)
 	if !ok {
 		return 0
 	}
-	return p
+	return int(p)
 }
 
 // close puts the client's socket on port p in TIME_WAIT at time at.
 func (w *walker) close(at time.Duration, p int) {
 	w.m.now = at
-	w.m.enterTimeWait(sideClient, p)
+	w.m.enterTimeWait(1, sideClient, int32(p))
 }
 
 func (w *walker) reused() int { return count(w.evs, KindTimeWaitEnd, "client", "reused") }
@@ -124,7 +124,7 @@ func TestPortWalkReshuffle(t *testing.T) {
 					at = append(at, now)
 				}
 			}
-			w.m.tcp.search.free(p) // the server closes first: the port is free again
+			w.m.hops[1].search.free(p) // the server closes first: the port is free again
 			last = p
 		}
 		return at
@@ -176,15 +176,15 @@ func TestPortWalkTakeover(t *testing.T) {
 			w.close(s.at, p)
 		}
 	}
-	if w.m.tcp.twLive[sideClient] != 2 || w.m.tcp.twPeak[sideClient] != 2 {
-		t.Errorf("TIME_WAIT %d, peak %d: want 2, 2", w.m.tcp.twLive[sideClient], w.m.tcp.twPeak[sideClient])
+	if w.m.hops[1].twLive[sideClient] != 2 || w.m.hops[1].twPeak[sideClient] != 2 {
+		t.Errorf("TIME_WAIT %d, peak %d: want 2, 2", w.m.hops[1].twLive[sideClient], w.m.hops[1].twPeak[sideClient])
 	}
 	// At 60.01 s the first two entries (taken over) are due: dropped without
 	// an expiry, while the sockets that took their ports stay.
 	w.m.now = 60010 * ms
-	w.m.timeWaitEnd(0, int32(sideClient))
-	if n := count(w.evs, KindTimeWaitEnd, "client", ""); n != 2 || w.m.tcp.twLive[sideClient] != 2 {
-		t.Errorf("after 60 s: %d time_wait_end events, %d in TIME_WAIT: want 2 (the takeovers), 2", n, w.m.tcp.twLive[sideClient])
+	w.m.timeWaitEnd(1, sideClient)
+	if n := count(w.evs, KindTimeWaitEnd, "client", ""); n != 2 || w.m.hops[1].twLive[sideClient] != 2 {
+		t.Errorf("after 60 s: %d time_wait_end events, %d in TIME_WAIT: want 2 (the takeovers), 2", n, w.m.hops[1].twLive[sideClient])
 	}
 
 	// Without tcp_tw_reuse: nothing is taken over until TIME_WAIT ends.
@@ -201,7 +201,7 @@ func TestPortWalkTakeover(t *testing.T) {
 		}
 	}
 	w.m.now = 60 * time.Second
-	w.m.timeWaitEnd(0, int32(sideClient))
+	w.m.timeWaitEnd(1, sideClient)
 	if p := w.connect(60 * time.Second); p != 40000 || w.reused() != 0 {
 		t.Errorf("tw_reuse 0 after 60 s: port %d, %d taken over: want 40000, 0", p, w.reused())
 	}
@@ -212,8 +212,8 @@ func TestPortWalkTakeover(t *testing.T) {
 		w = newWalker(t, PortRange{40000, 40063}, reuse, 1)
 		p := w.connect(0)
 		w.close(0, p)
-		w.m.tcp.search.shuffleAt = time.Hour
-		w.m.tcp.search.start = p - 40000
+		w.m.hops[1].search.shuffleAt = time.Hour
+		w.m.hops[1].search.start = p - 40000
 		want, reused := p, 1
 		if !reuse {
 			want, reused = 40000+(p-40000+2)%64, 0
@@ -310,9 +310,9 @@ func TestPortsNext(t *testing.T) {
 	for _, size := range []int{2, 3, 64, 127, 128, 129, 4096, 8192 + 130, 28232} {
 		for _, fill := range []float64{0, 0.5, 0.99, 0.9999} {
 			w := newWalker(t, PortRange{10000, 10000 + size - 1}, false, 1)
-			port, _ := w.m.allocPort() // sets the range up
-			p := &w.m.tcp.search
-			p.release(port) // back to all free
+			port, _ := w.m.allocPort(1) // sets the range up
+			p := &w.m.hops[1].search
+			p.release(int(port)) // back to all free
 			free := [2][]bool{make([]bool, p.half[0]), make([]bool, p.half[1])}
 			for c := range 2 {
 				for k := range p.half[c] {

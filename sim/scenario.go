@@ -40,7 +40,7 @@ type Scenario struct {
 	ClientRTT       time.Duration `key:"client_rtt" min:"0" max:"10s" help:"round trip between the load generator and the workers"`
 
 	// Reuse policy.
-	Reuse             Reuse      `key:"reuse" help:"who keeps connections: none (one per call), request (curl_share_init or a reused handle), process (curl_share_init_persistent), pool (redis-py, Go Transport), upstream-keepalive (nginx keepalive N)"`
+	Reuse             Reuse      `key:"reuse" help:"who keeps connections"`
 	ShareSets         [][]string `key:"share_sets" help:"CURL_LOCK_DATA_* sets given to the share handle, cycled over requests (dns, connect, ssl_session, psl)"`
 	PoolMax           int        `key:"pool_max" min:"0" max:"100000" help:"pool: most connections open at once (0: unlimited)"`
 	PoolMaxIdle       int        `key:"pool_max_idle" min:"0" max:"100000" help:"pool: most idle connections kept; a returned connection beyond it is closed (Go: MaxIdleConnsPerHost = 2; 0: unlimited)"`

@@ -40,8 +40,8 @@ type twEntry struct {
 	serial uint32
 }
 
-// tcpSockets is one hop's TCP state that outlives connections, written
-// once for both engines: connect()'s search of the client's local ports
+// tcpSockets is one hop's TCP state that outlives connections:
+// connect()'s search of the client's local ports
 // and each side's TIME_WAIT sockets. A side's queue is in order of entry,
 // so one expiry timer per side is enough; a socket taken over before it
 // expires leaves its entry behind, no longer live, to be dropped when it
@@ -191,127 +191,4 @@ func (k *tcpSockets) expireOne(s side, now time.Duration) (port int32, ok bool) 
 func (k *tcpSockets) more(s side) bool {
 	k.twTimer[s] = k.twq[s].len() > 0
 	return k.twTimer[s]
-}
-
-// sockets is the single hop's: its TCP state and its open sockets.
-type sockets struct {
-	tcp            tcpSockets
-	open, openPeak int
-}
-
-// allocPort finds a local port for connect(), or reports EADDRNOTAVAIL.
-func (m *model) allocPort() (int, bool) {
-	port, clientTW, serverTW, ok := m.tcp.connect(m.now)
-	if clientTW {
-		// Always emitted: the summary counts it (time_wait_reused).
-		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(port), By: SideClient, Reason: ReasonReused}
-		m.emit(&m.ev)
-	}
-	if serverTW && m.socketEvents() {
-		m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(port), By: SideServer, Reason: ReasonTakenOver}
-		m.emit(&m.ev)
-	}
-	return int(port), ok
-}
-
-func (m *model) enterTimeWait(s side, port int) {
-	if m.tcp.enterTimeWait(s, m.now, int32(port)) {
-		m.schedule(m.tcp.nextExpiry(s), evTimeWaitEnd, 0, int32(s))
-	}
-	if m.socketEvents() {
-		m.ev = Event{Kind: KindTimeWait, At: m.now, LocalPort: port, By: s.word()}
-		m.emit(&m.ev)
-	}
-}
-
-// timeWaitEnd expires the TIME_WAIT sockets of side s that are due and
-// queues one event for the next oldest.
-func (m *model) timeWaitEnd(_ int32, s int32) {
-	for {
-		port, ok := m.tcp.expireOne(side(s), m.now)
-		if !ok {
-			break
-		}
-		if m.socketEvents() {
-			m.ev = Event{Kind: KindTimeWaitEnd, At: m.now, LocalPort: int(port), By: side(s).word()}
-			m.emit(&m.ev)
-		}
-	}
-	if m.tcp.more(side(s)) {
-		m.schedule(m.tcp.nextExpiry(side(s)), evTimeWaitEnd, 0, s)
-	}
-}
-
-// serverClose records the server closing connection ci first at time at:
-// the server holds the TIME_WAIT, the client's socket waits to be closed.
-func (m *model) serverClose(ci int32, at time.Duration, reason CloseReason) {
-	c := &m.conns[ci]
-	c.srvClosed, c.srvClosedAt = true, at
-	c.gen++
-	if m.socketEvents() {
-		m.ev = Event{Kind: KindClose, At: at, Conn: c.id, LocalPort: c.port, By: SideServer, Reason: reason}
-		m.emit(&m.ev)
-	}
-}
-
-// closeConn ends connection ci. If the client closes first it holds the
-// TIME_WAIT and its port; if the server closed first (or closes now), the
-// server holds it, from when the client's FIN answers, and the client's
-// port is free at once. A request that reaches a server that has closed
-// (ReasonReset) is answered with a reset, which ends the server's socket
-// without a TIME_WAIT.
-func (m *model) closeConn(ci int32, first side, reason CloseReason) {
-	c := &m.conns[ci]
-	if first == sideServer {
-		if !c.srvClosed {
-			m.serverClose(ci, m.now, reason)
-		}
-		if reason != ReasonReset {
-			m.enterTimeWait(sideServer, c.port)
-		}
-	}
-	c.state = connClosed
-	c.gen++
-	m.open--
-	if first == sideClient {
-		if m.socketEvents() {
-			m.ev = Event{Kind: KindClose, At: m.now, Conn: c.id, LocalPort: c.port, By: SideClient, Reason: reason}
-			m.emit(&m.ev)
-		}
-		m.enterTimeWait(sideClient, c.port)
-	} else {
-		m.tcp.search.free(c.port)
-	}
-	ow := &m.owners[c.owner]
-	ow.open--
-	m.freeConns = append(m.freeConns, ci)
-	if ow.waiters.len() > 0 && ow.alive {
-		// A call waiting for the pool may open a connection now.
-		ri := ow.waiters.pop()
-		m.reqs[ri].queued = m.now - m.reqs[ri].waitFrom
-		m.openConn(ri, c.owner, m.now)
-		return
-	}
-	if !ow.alive && ow.open == 0 && len(ow.idle) == 0 {
-		m.freeOwners = append(m.freeOwners, c.owner)
-	}
-}
-
-// newConn takes a connection slot for owner o with a local port.
-func (m *model) newConn(o int32, port int, at time.Duration) int32 {
-	var ci int32
-	if n := len(m.freeConns); n > 0 {
-		ci = m.freeConns[n-1]
-		m.freeConns = m.freeConns[:n-1]
-	} else {
-		m.conns = append(m.conns, conn{})
-		ci = int32(len(m.conns) - 1)
-	}
-	m.connIDs++
-	gen := m.conns[ci].gen + 1
-	m.conns[ci] = conn{id: m.connIDs, gen: gen, owner: o, state: connActive, port: port, created: at, cwnd: m.s.InitCwnd}
-	m.owners[o].open++
-	m.open++
-	m.openPeak = max(m.openPeak, m.open)
-	return ci
 }

@@ -26,18 +26,8 @@ func transferRounds(bytes, mss, cwnd int) (rounds, after int) {
 	return rounds, cwnd
 }
 
-// restartAfterIdle applies tcp_slow_start_after_idle the way Linux does
-// (tcp_cwnd_restart, RFC 2861): when the server sends after an idle period,
-// measured from its last send, longer than one retransmission timeout
-// (about RTT + 200 ms), the window is halved for every timeout that passed,
-// down to the initial window. Reuse saves the handshakes but not the
-// ramp-up.
-func (m *model) restartAfterIdle(c *conn, idle time.Duration) {
-	c.cwnd = restartCwnd(&m.s, c.cwnd, idle)
-}
-
 // restartCwnd is the window of a connection of s with window cwnd whose
-// server sends after idle (restartAfterIdle), for both engines.
+// server sends after idle for idle.
 func restartCwnd(s *Scenario, cwnd int, idle time.Duration) int {
 	rto := s.RTT + minRTO
 	if !s.SlowStartAfterIdle || idle <= rto {

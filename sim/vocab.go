@@ -53,6 +53,38 @@ const (
 	ReuseUpstreamKeepalive Reuse = "upstream-keepalive" // nginx "keepalive N": an idle cache per worker
 )
 
+// reuseMeaning says what each value keeps, for the key's help.
+var reuseMeaning = map[Reuse]string{
+	ReuseNone:              "one per call",
+	ReuseRequest:           "curl_share_init or a reused handle",
+	ReuseProcess:           "curl_share_init_persistent",
+	ReusePool:              "redis-py, Go Transport",
+	ReuseUpstreamKeepalive: "nginx keepalive N",
+}
+
+// policy is a Reuse as the engine keeps it: its place in reuses
+// (TestPolicyIsReuse holds the two lists to one order).
+type policy uint8
+
+const (
+	polNone policy = iota
+	polRequest
+	polProcess
+	polPool
+	polUpstream
+)
+
+// policyOf is r's policy; a value not in reuses (Validate refuses it) is
+// kept for the request.
+func policyOf(r Reuse) policy {
+	for i, x := range reuses {
+		if x == r {
+			return policy(i)
+		}
+	}
+	return polRequest
+}
+
 // PoolFull is what a call does when its pool is at pool_max (scenario key
 // pool_full).
 type PoolFull string
@@ -127,11 +159,10 @@ const (
 	ReasonEndOfCall    CloseReason = "end-of-call"    // reuse = none: the call's handle is freed
 	ReasonEndOfRequest CloseReason = "end-of-request" // the request's handle is freed (PHP frees it at the end of the request)
 	ReasonWorkerExit   CloseReason = "worker-exit"    // the worker process exited (max_requests, mode = cli)
-	ReasonNoReuse      CloseReason = "no-reuse"       // reuse = none: closed after its call by the closer side
-	// Tiers: the exchange ended and the connection is not kept, so both
-	// ends close at once and the first FIN decides who holds the TIME_WAIT
-	// (server_closes_first) ...
-	ReasonEndOfExchange CloseReason = "end-of-exchange"
+	// The exchange ended and the caller does not keep the connection
+	// (reuse = none, HTTP/1.0): both ends close at once, and the first FIN
+	// decides who holds the TIME_WAIT (closer, server_closes_first) ...
+	ReasonNoReuse CloseReason = "no-reuse"
 	// ... or the FINs crossed and each end holds one (simultaneous_close).
 	ReasonSimultaneous CloseReason = "simultaneous"
 	// ... or it may not be used again.
@@ -212,7 +243,7 @@ var (
 	certs        = []Cert{CertRSA2048, CertECDSAP256}
 	setups       = []Setup{SetupAuto, SetupHTTP, SetupRedis, SetupProxy, SetupPHP, SetupPHPNative, SetupStack}
 	handshakes   = []Handshake{HandshakeFull, HandshakeResumed, Handshake0RTT}
-	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonEndOfExchange, ReasonSimultaneous,
+	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonSimultaneous,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,
 		ReasonDead, ReasonReset, ReasonClosed, ReasonShutdown, ReasonWarmUp, ReasonReused, ReasonTakenOver}
 	errorKinds = []ErrorKind{ErrorNoPort, ErrorRace, ErrorPoolFull, ErrorCallFailed,

@@ -173,3 +173,20 @@ func TestEveryReusePolicyIsModelled(t *testing.T) {
 		seen[p] = r
 	}
 }
+
+// TestPolicyIsReuse: the engine's policies are the reuse values in order,
+// so that a Reuse is declared once.
+func TestPolicyIsReuse(t *testing.T) {
+	want := map[policy]Reuse{polNone: ReuseNone, polRequest: ReuseRequest, polProcess: ReuseProcess, polPool: ReusePool, polUpstream: ReuseUpstreamKeepalive}
+	if len(want) != len(reuses) {
+		t.Fatalf("%d policies for %d reuse values", len(want), len(reuses))
+	}
+	for p, r := range want {
+		if got := policyOf(r); got != p {
+			t.Errorf("policyOf(%q) = %d, want %d", r, got, p)
+		}
+		if reuseMeaning[r] == "" {
+			t.Errorf("reuse %q: no meaning for the key's help", r)
+		}
+	}
+}

@@ -1,10 +1,17 @@
 package sim
 
-// workers are the client's processes (PHP-FPM children, php -S workers,
-// nginx workers). Each serves up to Threads requests at once and owns its
-// own caches, so N workers keep N separate pools.
-type workers struct {
-	ws []worker
+import "math/rand/v2"
+
+// desk hands arriving requests to worker processes that take them from one
+// listen queue (PHP-FPM's children, php -S): by free thread slot, longest
+// idle first (dispatch = queue), or in turn or at random, each worker
+// then queueing its own. Both engines' first tier of workers use it.
+type desk struct {
+	threads int
+	mode    Dispatch
+	busy    []int
+	served  []int
+	own     []ring[int32] // round-robin and random: requests queued at each worker
 	// Dispatch "queue": free thread slots, longest idle first. The
 	// slots no request has used yet come first, in turn over the workers
 	// (the k-th is worker k mod workers); they are counted, not listed,
@@ -16,107 +23,85 @@ type workers struct {
 	rr               int
 }
 
-type worker struct {
-	busy    int
-	served  int
-	waiting ring[int32] // round-robin and random: requests queued at this worker
-	// owners holds the worker's process-scoped cache owners: index 0 is the
-	// pool (reuse = pool or upstream-keepalive), 1..15 are persistent share
-	// handles by option mask. -1: not created yet.
-	owners [16]int32
-}
-
-func (m *model) initWorkers() {
-	m.ws = make([]worker, m.s.Workers)
-	for i := range m.ws {
-		m.ws[i].owners = noOwners
-	}
-	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
+func newDesk(workers, threads int, mode Dispatch) desk {
+	d := desk{threads: threads, mode: mode, busy: make([]int, workers), served: make([]int, workers), own: make([]ring[int32], workers)}
+	if d.queued() {
 		// Interleaved, so that a request goes to a worker with nothing to
 		// do before it goes to a second thread of a busy one.
-		m.slots = int64(m.s.Threads) * int64(len(m.ws))
+		d.slots = int64(threads) * int64(workers)
 	}
+	return d
 }
 
+func (d *desk) queued() bool { return d.threads > 0 && d.mode == DispatchQueue }
+
 // freeSlot takes the free thread slot idle longest, or reports none.
-func (m *workers) freeSlot() (int32, bool) {
-	if m.slotsUsed < m.slots {
-		w := int32(m.slotsUsed % int64(len(m.ws)))
-		m.slotsUsed++
+func (d *desk) freeSlot() (int32, bool) {
+	if d.slotsUsed < d.slots {
+		w := int32(d.slotsUsed % int64(len(d.busy)))
+		d.slotsUsed++
 		return w, true
 	}
-	if m.freeSlots.len() > 0 {
-		return m.freeSlots.pop(), true
+	if d.freeSlots.len() > 0 {
+		return d.freeSlots.pop(), true
 	}
 	return 0, false
 }
 
-var noOwners = [16]int32{-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1}
-
-// dispatch hands an arrived request to a worker or queues it.
-func (m *model) dispatch(ri int32) {
-	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
-		if w, ok := m.freeSlot(); ok {
-			m.ws[w].busy++
-			m.startRequest(ri, w)
-			return
+// admit takes request r: the worker that starts it now, or -1 when it
+// waits for one.
+func (d *desk) admit(r int32, rng *rand.Rand) int32 {
+	if d.queued() {
+		if w, ok := d.freeSlot(); ok {
+			d.busy[w]++
+			return w
 		}
-		m.waiting.push(ri)
-		return
+		d.waiting.push(r)
+		return -1
 	}
 	var w int32
-	switch m.s.Dispatch {
+	switch d.mode {
 	case DispatchRandom:
-		w = int32(m.rng.IntN(len(m.ws)))
+		w = int32(rng.IntN(len(d.busy)))
 	default: // round-robin, and queue with unlimited threads
-		w = int32(m.rr % len(m.ws))
-		m.rr++
+		w = int32(d.rr % len(d.busy))
+		d.rr++
 	}
-	wk := &m.ws[w]
-	if m.s.Threads == 0 || wk.busy < m.s.Threads {
-		wk.busy++
-		m.startRequest(ri, w)
-		return
+	if d.threads == 0 || d.busy[w] < d.threads {
+		d.busy[w]++
+		return w
 	}
-	wk.waiting.push(ri)
+	d.own[w].push(r)
+	return -1
 }
 
-// workerDone frees a slot of worker w after a request, recycling the worker
-// when pm.max_requests is reached (or after every request in CLI mode, where
-// each request is its own process), then takes the next queued request.
-func (m *model) workerDone(w int32) {
-	wk := &m.ws[w]
-	wk.busy--
-	wk.served++
-	if m.s.Mode == ModeCLI || (m.s.MaxRequests > 0 && wk.served >= m.s.MaxRequests) {
-		m.recycleWorker(w)
+// leave frees a slot of worker w after a request; it reports whether the
+// worker has now served max (> 0) requests, and is replaced.
+func (d *desk) leave(w int32, max int) (replaced bool) {
+	d.busy[w]--
+	d.served[w]++
+	if max > 0 && d.served[w] >= max {
+		d.served[w] = 0
+		return true
 	}
-	if m.s.Threads > 0 && m.s.Dispatch == DispatchQueue {
-		if m.waiting.len() > 0 {
-			wk.busy++
-			m.startRequest(m.waiting.pop(), w)
-			return
-		}
-		m.freeSlots.push(w)
-		return
-	}
-	if wk.waiting.len() > 0 {
-		wk.busy++
-		m.startRequest(wk.waiting.pop(), w)
-	}
+	return false
 }
 
-// recycleWorker replaces worker w with a fresh process: the kernel closes its
-// sockets, so its process-scoped pools are gone (the client closes first).
-func (m *model) recycleWorker(w int32) {
-	wk := &m.ws[w]
-	for i, o := range wk.owners {
-		if o >= 0 {
-			wk.owners[i] = -1
-			m.dropOwner(o, ReasonWorkerExit)
+// nextFor is the queued request worker w starts after leave, or -1.
+func (d *desk) nextFor(w int32) int32 {
+	if d.queued() {
+		if d.waiting.len() > 0 {
+			d.busy[w]++
+			return d.waiting.pop()
 		}
+		d.freeSlots.push(w)
+		return -1
 	}
-	wk.served = 0
+	if d.own[w].len() > 0 {
+		d.busy[w]++
+		return d.own[w].pop()
+	}
+	return -1
 }
 
 // ring is a growable FIFO queue.

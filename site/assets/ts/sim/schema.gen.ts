@@ -9,7 +9,7 @@ export type Arrival = "uniform" | "poisson";
 
 export type Cert = "rsa2048" | "ecdsa-p256";
 
-export type CloseReason = "end-of-call" | "end-of-request" | "worker-exit" | "no-reuse" | "end-of-exchange" | "simultaneous" | "max-idle-age" | "max-lifetime" | "idle-full" | "evict" | "idle-timeout" | "keepalive-requests" | "dead" | "reset" | "closed" | "shutdown" | "warm-up" | "reused" | "taken-over-by-syn";
+export type CloseReason = "end-of-call" | "end-of-request" | "worker-exit" | "no-reuse" | "simultaneous" | "max-idle-age" | "max-lifetime" | "idle-full" | "evict" | "idle-timeout" | "keepalive-requests" | "dead" | "reset" | "closed" | "shutdown" | "warm-up" | "reused" | "taken-over-by-syn";
 
 export type Dispatch = "queue" | "round-robin" | "random";
 
