@@ -6,11 +6,12 @@ import (
 	"testing"
 )
 
-// oneHopPair returns a single-hop scenario (workers calling an upstream)
-// with kv set, and the same written as a chain: a tier "app" of the same
-// worker processes, reached over a hop with no round trip and no work,
-// calling a tier "api" that is the upstream (enough workers that nothing
-// queues, as for the single hop's upstream).
+// oneHopPair returns a block without tiers (workers calling an upstream,
+// a chain of one) with kv set, and the same written as tiers: a tier "app"
+// of the same worker processes, reached over a hop with no round trip and
+// no work, calling a tier "api" that is the upstream (enough workers that
+// nothing queues, as the chain of one's upstream takes every request at
+// once).
 func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 	t.Helper()
 	single = Default()
@@ -52,13 +53,14 @@ func oneHopPair(t *testing.T, kv ...any) (single, chain Scenario) {
 	return single, chain
 }
 
-// TestOneHopAgrees: a single hop and the same hop as a chain's give the
-// same calls, connections, races, errors, TIME_WAIT on each side and
-// times: each mechanism (the idle rule, the server's FIN on its way, the
-// race and its retry, pools and their limits, ports and TIME_WAIT) behaves
-// alike in both engines. Where the engines still differ, the case says
-// why, and the test holds that they do: a case that comes to agree is
-// moved to the others.
+// TestOneHopAgrees: a block without tiers and the same hop written as
+// tiers give the same calls, connections, races, errors, TIME_WAIT on each
+// side and times: what chain_one.go sets for a chain of one (the listen
+// queue, an upstream whose work takes time) changes none of the hop's
+// mechanisms (the idle rule, the server's FIN on its way, the race and its
+// retry, pools and their limits, ports and TIME_WAIT). Where the two still
+// differ, the case says why, and the test holds that they do: a case that
+// comes to agree is moved to the others.
 func TestOneHopAgrees(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -106,17 +108,17 @@ func TestOneHopAgrees(t *testing.T) {
 		{"drop_cpu and the race", []any{"reuse", "process", "think_time", "49ms", "drop_cpu", "0.5ms"}, ""},
 		{"DNS per call of three, no reuse", []any{"dns", "5ms", "reuse", "none", "calls_per_request", 3}, ""},
 		{"the server retires a kept connection after 5 requests", []any{"keepalive_requests", 5},
-			"who closes first: the single hop has the server close first (it says Connection: close and closes after its response), " +
-				"the chain takes the tier's server_closes_first share, measured on loopback where the two closes race"},
+			"who closes first: a block without tiers has the server close first at its limit (it says Connection: close and closes after its response), " +
+				"a tier takes its server_closes_first share, measured on loopback where the two closes race"},
 		{"the server's work varies", []any{"server_jitter", 0.5},
-			"the engines draw their random numbers in another order, so each call's server time differs (the same spread)"},
+			"the random numbers come in another order (a chain of one's upstream draws its work when the request is sent, a tier when it arrives), so each call's server time differs (the same spread)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			single, chain := oneHopPair(t, c.kv...)
-			// The chain's hop into "api" is its second: its port search
-			// starts where a search seeded for that hop does, so the single
-			// hop's is seeded alike (where connect() lands is chance, the
-			// same chance in both).
+			// The tiers' hop into "api" is their second: its port search
+			// starts where a search seeded for that hop does, so the chain
+			// of one's is seeded alike (where connect() lands is chance,
+			// the same chance in both).
 			m := newChain(single, Options{Seed: 1})
 			m.hops[1].configure(single.PortRange, m.twReuse, 1+1*0x9e3779b97f4a7c15)
 			if err := m.run(context.Background()); err != nil {
