@@ -115,7 +115,7 @@ func (m *chainModel) serverCloseTime(c *cconn) (time.Duration, bool) {
 func (m *chainModel) serverClose(ci int32, at time.Duration) {
 	c := &m.conns[ci]
 	c.srvClosed, c.srvClosedAt = true, at
-	c.gen++
+	c.gen = (c.gen + 1) & maxItemB // it rides in an item's b
 	if m.sink != nil {
 		m.ev = Event{Kind: KindClose, At: at, Hop: m.hopTag(int(c.hop)), Conn: c.id, LocalPort: int(c.port), By: SideServer, Reason: ReasonIdleTimeout}
 		m.sink(&m.ev)
@@ -202,8 +202,8 @@ func (m *chainModel) newConn(h int, o int32, port int32) int32 {
 		w = int32(m.rng.IntN(len(t.workers)))
 	}
 	m.connIDs++
-	c := &m.conns[ci] // field by field: a literal is built aside and copied
-	*c = cconn{gen: c.gen + 1}
+	c := &m.conns[ci]                       // field by field: a literal is built aside and copied
+	*c = cconn{gen: (c.gen + 1) & maxItemB} // it rides in an item's b
 	c.id, c.hop, c.state, c.owner = m.connIDs, int8(h), connActive, o
 	c.worker, c.port, c.created, c.cwnd = w, port, m.now, t.s.InitCwnd
 	m.owners[o].open++
@@ -275,7 +275,7 @@ func (m *chainModel) closeConn(ci int32, first side, both bool, reason CloseReas
 	h := int(c.hop)
 	hp := &m.hops[h]
 	c.state = connClosed
-	c.gen++
+	c.gen = (c.gen + 1) & maxItemB // it rides in an item's b
 	if both {
 		hp.both++
 	} else {

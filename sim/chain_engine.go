@@ -283,7 +283,7 @@ var chainSteps = [...]func(m *chainModel, a, b int32){
 // step handles one event; it reports when the run stops (an error: at
 // once, without the linger).
 func (m *chainModel) step(it item) (bool, error) {
-	chainSteps[it.kind](m, it.a, it.b)
+	chainSteps[it.kind()](m, it.a, it.b())
 	if m.tooMany {
 		return true, errTooMany(&m.s)
 	}

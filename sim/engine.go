@@ -24,12 +24,20 @@ import (
 type evKind uint8
 
 // item is one scheduled event. Ties at the same time run in scheduling order,
-// which makes runs deterministic.
+// which makes runs deterministic. Its kind rides in the low byte of kb, b
+// (at most maxItemB) above it, so that an item is 16 bytes.
 type item struct {
-	at   time.Duration
-	a, b int32
-	kind evKind
+	at time.Duration
+	a  int32
+	kb uint32
 }
+
+// maxItemB is the largest b an item carries (a connection's generation
+// wraps below it).
+const maxItemB = 1<<24 - 1
+
+func (it item) kind() evKind { return evKind(it.kb) }
+func (it item) b() int32     { return int32(it.kb >> 8) }
 
 // eventQueue is a radix heap: a monotone priority queue for a simulation
 // whose clock never goes back. An item waits in the bucket numbered by the
@@ -39,15 +47,17 @@ type item struct {
 // item moves down at most 64 times, and pushes cost a few bit operations.
 type eventQueue struct {
 	last    uint64
-	buckets [65][]item
-	head    int    // next item of bucket 0
-	stop    int    // clock.next calls settle when head reaches it
-	front   []item // bucket 0 as settle left it: what clock.next reads
+	buckets [64][]item // times are not negative: they differ below bit 63
+	full    uint64     // bit b: bucket b (b > 0) may hold items
+	head    int        // next item of bucket 0
+	stop    int        // clock.next calls settle when head reaches it
+	front   []item     // bucket 0 as settle left it: what clock.next reads
 }
 
 func (q *eventQueue) push(it item) {
 	b := bits.Len64(uint64(it.at) ^ q.last)
 	q.buckets[b] = append(q.buckets[b], it)
+	q.full |= 1 << b
 }
 
 // settle is the slow path of taking an item (clock.next), kept out of the
@@ -63,14 +73,11 @@ func (q *eventQueue) settle() bool {
 		q.buckets[0], q.head = b0[:n], 0
 	case q.head == len(b0):
 		q.buckets[0], q.head = b0[:0], 0
-		i := 1
-		for i < len(q.buckets) && len(q.buckets[i]) == 0 {
-			i++
-		}
-		if i == len(q.buckets) {
+		if q.full&^1 == 0 {
 			q.front, q.stop = q.buckets[0], 0
 			return false
 		}
+		i := bits.TrailingZeros64(q.full &^ 1)
 		src := q.buckets[i]
 		minAt := src[0].at
 		for _, it := range src[1:] {
@@ -80,8 +87,10 @@ func (q *eventQueue) settle() bool {
 		for _, it := range src {
 			b := bits.Len64(uint64(it.at) ^ q.last)
 			q.buckets[b] = append(q.buckets[b], it)
+			q.full |= 1 << b
 		}
 		q.buckets[i] = src[:0]
+		q.full &^= 1 << i
 	}
 	q.front = q.buckets[0]
 	n := len(q.front)
@@ -103,7 +112,7 @@ func (c *clock) schedule(at time.Duration, kind evKind, a, b int32) {
 	if at < c.now {
 		at = c.now
 	}
-	c.q.push(item{at: at, a: a, b: b, kind: kind})
+	c.q.push(item{at: at, a: a, kb: uint32(b)<<8 | uint32(kind)})
 }
 
 // next takes the next event and moves the clock to it. It returns false
