@@ -139,6 +139,8 @@ test: vet php tsc
 soak:
 	CONNLAB_SOAK=1 CONNLAB_SOAK_MODEL=5000 CONNLAB_SOAK_REAL=200 $(GO) test -count=1 -timeout 60m -run TestSoak -v ./sim/soak
 
+# BenchmarkEngine, BenchmarkChain and BenchmarkSimPyScenario (sim) give the
+# model's events a second: make bench BENCH='Engine|Chain|SimPy' BENCHPKG=./sim.
 # BenchmarkLabBlocks and BenchmarkLabVariants (sim/lab) show the time per
 # block and per variant staying flat from 10 to 1,000. The model in the
 # page (site/model_bench_test.go, issue 12): make bench BENCH=Model
