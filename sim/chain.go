@@ -272,6 +272,9 @@ func (s *Scenario) validateChain() error {
 		if len(t.WorkerShares) > t.Workers {
 			return paramErr(name+"worker_shares", "%d shares for %d workers", len(t.WorkerShares), t.Workers)
 		}
+		if p, ok := Software[s.Tiers[i].Software]; ok && p.NoEarlyData != "" && t.TLS == TLS13 && t.EarlyData {
+			return paramErr(name+"early_data", "%s: set it on a tier whose server accepts 0-RTT (nginx with ssl_early_data)", p.NoEarlyData)
+		}
 		if t.SimultaneousClose+t.ServerClosesFirst > 1 {
 			return paramErr(name+"simultaneous_close", "server_closes_first + simultaneous_close = %g: the shares cannot exceed 1", t.SimultaneousClose+t.ServerClosesFirst)
 		}

@@ -21,21 +21,24 @@ var Software = map[string]SoftwarePreset{
 		},
 	},
 	"gunicorn": {
-		About: "gunicorn 20.1, gthread workers: keeps a connection while requests come within --keep-alive (2 s), then closes it; with HTTP/1.0 (nginx without keepalive) it closes after each response, and usually before nginx does",
+		NoEarlyData: "gunicorn serves TLS through Python's ssl module, which has no 0-RTT (early data)",
+		About:       "gunicorn 20.1, gthread workers: keeps a connection while requests come within --keep-alive (2 s), then closes it; with HTTP/1.0 (nginx without keepalive) it closes after each response, and usually before nginx does",
 		Settings: []TierSetting{
 			{"keepalive_timeout", "2s"}, {"keepalive_requests", 0},
 			{"server_closes_first", gunicornClosesFirst}, {"simultaneous_close", gunicornSimultaneous},
 		},
 	},
 	"flask": {
-		About: "Flask 2.2's development server (Werkzeug 2.2, threaded): a thread per connection, and Connection: close on every response, so it never keeps a connection whatever the client asks",
+		NoEarlyData: "Flask's development server serves TLS through Python's ssl module, which has no 0-RTT (early data)",
+		About:       "Flask 2.2's development server (Werkzeug 2.2, threaded): a thread per connection, and Connection: close on every response, so it never keeps a connection whatever the client asks",
 		Settings: []TierSetting{
 			{"threads", 0}, {"keepalive_requests", 1},
 			{"server_closes_first", flaskClosesFirst}, {"simultaneous_close", flaskSimultaneous},
 		},
 	},
 	"redis": {
-		About: "redis-server 7.0: one event loop; timeout 0 keeps idle clients for ever, and it closes a connection only when the client has (redis-py closes first)",
+		NoEarlyData: "redis-server's TLS never enables 0-RTT (early data)",
+		About:       "redis-server 7.0: one event loop; timeout 0 keeps idle clients for ever, and it closes a connection only when the client has (redis-py closes first)",
 		Settings: []TierSetting{
 			{"workers", 1}, {"threads", 0}, {"keepalive_timeout", "0s"}, {"keepalive_requests", 0},
 			{"server_closes_first", 0.0}, {"simultaneous_close", 0.0},
@@ -47,6 +50,9 @@ var Software = map[string]SoftwarePreset{
 type SoftwarePreset struct {
 	About    string
 	Settings []TierSetting
+	// NoEarlyData, when set, says why the program as a server accepts no
+	// TLS 1.3 early data: early_data on the hop into it is refused.
+	NoEarlyData string
 }
 
 // Shares of the close race, the medians over the recorded runs of the real

@@ -130,6 +130,10 @@ func TestChainBadInput(t *testing.T) {
 		{"tier table in a variant", block("[[tier]]\nname = \"a\"\n[[variant]]\nname = \"v\"\ntier = 3"), []string{"bad.md:8:", "tier.NAME.KEY"}},
 		{"not a table", block("tier = 3"), []string{"bad.md:4:", "[[tier]]"}},
 		{"TLS", "```sim {id=\"b\"}\ndns = \"0s\"\n[[tier]]\nname = \"a\"\n```\n", []string{"bad.md:", "tls"}},
+		{"nine tiers", block("[[tier]]\nname = \"a\"\n[[tier]]\nname = \"b\"\n[[tier]]\nname = \"c\"\n[[tier]]\nname = \"d\"\n[[tier]]\nname = \"e\"\n" +
+			"[[tier]]\nname = \"f\"\n[[tier]]\nname = \"g\"\n[[tier]]\nname = \"h\"\n[[tier]]\nname = \"i\""), []string{"bad.md:21:", "at most 8 tiers"}},
+		{"0-RTT into a server without it", block("[[tier]]\nname = \"app\"\nsoftware = \"gunicorn\"\ntls = \"1.3\"\ntls_resume = true\nearly_data = true"),
+			[]string{"bad.md:", "tier.app.early_data", "no 0-RTT"}},
 		{"unknown metric", block("expect = [\"hop.a.conects == 1\"]\n[[tier]]\nname = \"a\""), []string{"bad.md:4:", "hop.a.conects"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
