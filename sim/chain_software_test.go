@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/connlab/connlab/internal/testutil"
 )
 
 // realRecord is the part of a recorded real run (sim/harness/stack's
@@ -73,16 +74,7 @@ func (r *realRecord) shares(t *testing.T, hop string, keep func(i int) bool) (se
 	if len(ss) == 0 {
 		t.Fatalf("no run for hop %s", hop)
 	}
-	return median(ss), median(bs), len(ss)
-}
-
-func median(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return testutil.Median(ss), testutil.Median(bs), len(ss)
 }
 
 // TestSoftwareMatchesRecord holds the presets' close-race shares to the

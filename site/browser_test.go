@@ -20,10 +20,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -116,38 +114,13 @@ func processesWith(s string) []string {
 
 var serveAddrRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`)
 
-var (
-	simBinOnce sync.Once
-	simBin     string
-	simBinErr  error
-)
-
-// simBinary builds the sim command once, without the race detector: the
-// pages' model runs (millions of events) are ten times slower under it,
-// and the server's own tests run it with the detector.
-func simBinary(s *builtSite) (string, error) {
-	simBinOnce.Do(func() {
-		simBin = filepath.Join(s.dir, "sim")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		cmd := exec.Command(goBin, "build", "-o", simBin, "./sim/cmd/sim")
-		cmd.Dir = s.root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			simBinErr = fmt.Errorf("go build ./sim/cmd/sim: %v\n%s", err, out)
-		}
-	})
-	return simBin, simBinErr
-}
-
 // serve starts `sim serve` (with any extra flags) on a free loopback port
 // over the built site and returns its base URL and what it prints. The
 // cleanup stops it as Ctrl-C does and checks that it said so, exited, and no
 // longer listens.
 func serve(t testing.TB, s *builtSite, extra ...string) (string, *testutil.SyncBuffer) {
 	t.Helper()
-	bin, err := simBinary(s)
+	bin, err := testutil.SimBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/cli"
 	"github.com/connlab/connlab/sim/harness"
@@ -94,6 +95,7 @@ func TestMain(m *testing.M) {
 	if siteState != nil {
 		os.RemoveAll(siteState.dir)
 	}
+	testutil.RemoveSimBinary()
 	os.Exit(code)
 }
 

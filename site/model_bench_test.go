@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/connlab/connlab/internal/testutil"
 )
 
 func BenchmarkModelWasmSize(b *testing.B) {
@@ -140,11 +140,11 @@ return m[` + strconv.Quote(done) + `] ? JSON.stringify(m) : false; })()`
 					runs[k] = append(runs[k], v)
 				}
 			}
-			b.ReportMetric(median(runs[c.done]), "ms-to-"+strings.TrimPrefix(c.done, "connlab:"))
+			b.ReportMetric(testutil.Median(runs[c.done]), "ms-to-"+strings.TrimPrefix(c.done, "connlab:"))
 			// Where the time goes: each step's median time since navigation.
 			for _, k := range append([]string{"connlab:dom-content-loaded"}, firstResultMarks...) {
 				if k != c.done && len(runs[k]) > 0 {
-					b.ReportMetric(median(runs[k]), "ms-to-"+strings.TrimPrefix(k, "connlab:"))
+					b.ReportMetric(testutil.Median(runs[k]), "ms-to-"+strings.TrimPrefix(k, "connlab:"))
 				}
 			}
 		})
@@ -239,32 +239,18 @@ func BenchmarkModelRerun(b *testing.B) {
 					runs[i] = append(runs[i], v[i])
 				}
 			}
-			b.ReportMetric(median(runs[0]), "ms-per-rerun")
+			b.ReportMetric(testutil.Median(runs[0]), "ms-per-rerun")
 			// Where the time goes: the page's preparation, to the model's
 			// first answer, computing and streaming the run, drawing it.
-			b.ReportMetric(median(runs[1]), "ms-to-sent")
-			b.ReportMetric(median(runs[2]), "ms-sent-to-started")
-			b.ReportMetric(median(runs[3]), "ms-started-to-done")
-			b.ReportMetric(median(runs[4]), "ms-done-to-drawn")
+			b.ReportMetric(testutil.Median(runs[1]), "ms-to-sent")
+			b.ReportMetric(testutil.Median(runs[2]), "ms-sent-to-started")
+			b.ReportMetric(testutil.Median(runs[3]), "ms-started-to-done")
+			b.ReportMetric(testutil.Median(runs[4]), "ms-done-to-drawn")
 			// The model's own time from the request to its done message,
 			// as it measured it in the worker.
-			b.ReportMetric(median(runs[5]), "ms-model-elapsed")
+			b.ReportMetric(testutil.Median(runs[5]), "ms-model-elapsed")
 			// The re-run's requests (the slider moved keeps the block's).
-			b.ReportMetric(median(runs[6]), "requests")
+			b.ReportMetric(testutil.Median(runs[6]), "requests")
 		})
 	}
-}
-
-// median of a benchmark's samples: other work on a shared machine makes
-// some runs much slower, and the mean would follow them.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -12,24 +12,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim/harness/roles"
 )
 
 // These tests run `sim` as a process of its own, because what they check
 // (signals, a closed pipe, a full disk) happens between the process and
 // the system.
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
 
 // TestMain lets this test binary play the harness's lab and worker
 // processes (the real runs of validate's and serve's tests re-execute it)
@@ -43,9 +36,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testutil.RemoveSimBinary()
 	os.Exit(code)
 }
 
@@ -55,20 +46,11 @@ func simBinary(t *testing.T) string {
 	if runtime.GOOS == "windows" {
 		t.Skip("signals and /dev/full are Unix")
 	}
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "connlab-cli-test-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "sim")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/connlab/connlab/sim/cmd/sim").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	p, err := testutil.SimBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return p
 }
 
 // exitOf waits for cmd at most d and returns its exit status (-1: killed

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/harness/roles"
@@ -34,22 +35,15 @@ func TestMain(m *testing.M) {
 	if code, ok := roles.Main(os.Args[1:]); ok {
 		os.Exit(code) // a lab or worker process of a run that re-executes this binary
 	}
-	if p := os.Getenv("CONNLAB_SIM_BIN"); p != "" {
-		simBin = p
-	} else if dir, err := os.MkdirTemp("", "connlab-harness-test-"); err == nil {
-		bin := filepath.Join(dir, "sim")
-		goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-		out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/connlab/connlab/sim/cmd/sim").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "harness tests: building a sim binary without -race failed, re-executing the test binary instead: %v\n%s", err, out)
-		} else {
-			simBin = bin
-		}
-		code := m.Run()
-		os.RemoveAll(dir)
-		os.Exit(code)
+	bin, err := testutil.SimBinary()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "harness tests: building a sim binary without -race failed, re-executing the test binary instead: %v\n", err)
+	} else {
+		simBin = bin
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testutil.RemoveSimBinary()
+	os.Exit(code)
 }
 
 const labsDir = "../../labs"

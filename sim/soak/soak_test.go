@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,20 +33,10 @@ func TestMain(m *testing.M) {
 		if os.Getenv("CONNLAB_SOAK") != "1" {
 			return m.Run() // the test skips itself
 		}
-		if p := os.Getenv("CONNLAB_SIM_BIN"); p != "" {
-			simBin = p
-			return m.Run()
-		}
-		dir, err := os.MkdirTemp("", "connlab-soak-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		simBin = filepath.Join(dir, "sim")
-		goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if out, err := exec.Command(goCmd, "build", "-o", simBin, "github.com/connlab/connlab/sim/cmd/sim").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "soak: building sim: %v\n%s", err, out)
+		defer testutil.RemoveSimBinary()
+		var err error
+		if simBin, err = testutil.SimBinary(); err != nil {
+			fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 			return 1
 		}
 		return m.Run()

@@ -2,13 +2,14 @@ package stack
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/connlab/connlab/internal/testutil"
 )
 
 // The whole-stack lab's statements about the real stack, held to the recorded
@@ -74,15 +75,6 @@ func hopOf(r *Result, name string) HopResult {
 	return HopResult{}
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	return s[len(s)/2]
-}
-
 // TestClaimRaceShares: the app's side closes first for about two thirds
 // of gunicorn's connections and about a third of Flask's server's
 // (medians), from under a fifth to nearly all across runs.
@@ -102,7 +94,7 @@ func TestClaimRaceShares(t *testing.T) {
 		}
 		shares[run.AppServer] = append(shares[run.AppServer], float64(h.TimeWaitServer-h.TimeWaitBoth)/float64(closed))
 	}
-	g, f := median(shares[Gunicorn]), median(shares[Flask])
+	g, f := testutil.Median(shares[Gunicorn]), testutil.Median(shares[Flask])
 	if g < 0.55 || g > 0.75 {
 		t.Errorf("gunicorn: the app closed first for %.2f (median of %d runs), not about two thirds", g, len(shares[Gunicorn]))
 	}
@@ -148,10 +140,10 @@ func TestClaimChurn(t *testing.T) {
 	check(1, 0.4, 0.62, "about one for every two requests")
 	check(4, 0.08, 0.22, "one for every five to ten")
 	check(32, 0, 0, "none")
-	if m := median(stalls); m < 100 || m >= 1000 {
+	if m := testutil.Median(stalls); m < 100 || m >= 1000 {
 		t.Errorf("the load stalled %.0f times a second (median), not a few hundred", m)
 	}
-	if m := median(p99s); m <= 10 {
+	if m := testutil.Median(p99s); m <= 10 {
 		t.Errorf("stalls' 99th percentile %.1f ms (median over runs), not now and then over ten milliseconds", m)
 	}
 }

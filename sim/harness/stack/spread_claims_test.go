@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -120,9 +121,9 @@ func TestClaimWorkerSpread(t *testing.T) {
 	if len(oneRPS) == 0 || len(sharedRPS) < len(runs)/4 {
 		t.Fatalf("%d runs with one app process at nine tenths or more, %d with the work shared: too few to compare", len(oneRPS), len(sharedRPS))
 	}
-	if ratio := median(oneRPS) / median(sharedRPS); ratio >= 0.5 {
+	if ratio := testutil.Median(oneRPS) / testutil.Median(sharedRPS); ratio >= 0.5 {
 		t.Errorf("runs where one app process did the work answered %.0f requests a second (median), %.2f of the shared runs' %.0f: not less than half",
-			median(oneRPS), ratio, median(sharedRPS))
+			testutil.Median(oneRPS), ratio, testutil.Median(sharedRPS))
 	}
 	pageSays(t, spreadLab, spreadLabKo,
 		"answering less than half as many requests a second as when the work was shared",
