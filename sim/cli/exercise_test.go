@@ -61,9 +61,9 @@ func TestExerciseInteractive(t *testing.T) {
 	for _, want := range []string{
 		"[1/3] One pool per worker (worker-connects, number)",
 		"✓ Right: 4.",
-		"  1) A `ValueError`",
-		"✗ Not quite.\n  hint: One visitor's session cookie",
-		"✓ Right: 1) A `ValueError`",
+		"  1) The `ValueError` passes the `catch`",
+		"✗ Not quite.\n  hint: What does PHP throw",
+		"✓ Right: 1) The `ValueError` passes the `catch`",
 		"Key points: your explanation names 0 of 3 (2 needed).",
 		"    ✗ The server closes a connection left idle",
 		"A model answer: The API server (nginx) closes",
