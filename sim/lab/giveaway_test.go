@@ -236,6 +236,177 @@ func TestGiveAwayCaught(t *testing.T) {
 	}
 }
 
+// A choiceGate is a question whose answer is one of its choices: a
+// block's [predict] of kind choice, or a closing exercise of kind choice.
+type choiceGate struct {
+	name  string
+	line  int
+	right string
+	wrong []string
+}
+
+// stopWords are left out of the words a choice and a sentence share.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("the and for with its it's that this are not was has have had but from into one two its each than then them they their there when what which who how why all any can does doesn't don't only also more most less same about both after before over under per") {
+		stopWords[w] = true
+	}
+}
+
+var wordRE = regexp.MustCompile(`[A-Za-z0-9_'’-]+`)
+
+// contentWords are the words of s of three letters or more, in lower
+// case, without the common ones.
+func contentWords(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range wordRE.FindAllString(strings.ToLower(s), -1) {
+		w = strings.Trim(w, "'’-")
+		if len(w) >= 3 && !stopWords[w] {
+			out[strings.TrimSuffix(w, "'s")] = true
+		}
+	}
+	return out
+}
+
+func share(of, in map[string]bool) float64 {
+	if len(of) == 0 {
+		return 0
+	}
+	n := 0
+	for w := range of {
+		if in[w] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(of))
+}
+
+// states reports whether sentence states g's right answer: it holds at
+// least three quarters of the right choice's words (three or more), and
+// clearly more of them than of any wrong choice's.
+func (g *choiceGate) states(sentence string) bool {
+	right := contentWords(g.right)
+	if len(right) < 3 {
+		return false
+	}
+	words := contentWords(sentence)
+	r := share(right, words)
+	if r < 0.75 {
+		return false
+	}
+	for _, w := range g.wrong {
+		if share(contentWords(w), words) > r-0.1 {
+			return false
+		}
+	}
+	return true
+}
+
+// sentences splits prose into sentences, each with the line it starts on.
+func sentences(lines []proseLine) []proseLine {
+	var out []proseLine
+	var cur strings.Builder
+	start := 0
+	flush := func() {
+		if t := strings.TrimSpace(cur.String()); t != "" {
+			out = append(out, proseLine{lines[0].file, start, t})
+		}
+		cur.Reset()
+	}
+	for _, pl := range lines {
+		if strings.TrimSpace(pl.text) == "" {
+			flush()
+			continue
+		}
+		if cur.Len() == 0 {
+			start = pl.line
+		}
+		for _, part := range sentenceEnd.Split(pl.text, -1) {
+			if cur.Len() > 0 {
+				cur.WriteByte(' ')
+			}
+			cur.WriteString(part)
+			if !strings.HasSuffix(pl.text, part) {
+				flush()
+				start = pl.line
+			}
+		}
+	}
+	flush()
+	return out
+}
+
+var sentenceEnd = regexp.MustCompile(`[.!?:](\s+|$)`)
+
+// choiceGates lists a lab's choice questions with their right answers.
+func choiceGates(t *testing.T, l *Lab) []choiceGate {
+	t.Helper()
+	var out []choiceGate
+	for _, b := range l.Blocks {
+		if b.Predict == nil || b.Predict.Kind != "choice" {
+			continue
+		}
+		res, err := l.Run(context.Background(), []string{b.ID}, RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := res[0].Predict; p != nil && p.Choice > 0 {
+			out = append(out, choiceGate{"prediction of block " + b.ID, b.FenceLine, b.Predict.Choices[p.Choice-1], without(b.Predict.Choices, p.Choice-1)})
+		}
+	}
+	xs, err := l.Exercises()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range xs {
+		if x.Kind == "choice" && x.Correct > 0 {
+			out = append(out, choiceGate{"exercise " + x.ID, x.FenceLine, x.Choices[x.Correct-1], without(x.Choices, x.Correct-1)})
+		}
+	}
+	return out
+}
+
+func without(xs []string, i int) []string {
+	return append(append([]string{}, xs[:i]...), xs[i+1:]...)
+}
+
+// TestNoChoiceGivenAway: no English page states the right choice of a
+// question in a sentence above it (words it shares with the right choice
+// and not with the others). The Korean pages say the same in Korean,
+// whose particles defeat a comparison of words: the English one stands
+// for both.
+func TestNoChoiceGivenAway(t *testing.T) {
+	pages, err := filepath.Glob("../../labs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		if strings.HasSuffix(p, ".ko.md") {
+			continue
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Parse(p, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := sentences(prose(p, string(src)))
+		for _, g := range choiceGates(t, l) {
+			for _, s := range all {
+				if s.line >= g.line {
+					break
+				}
+				if g.states(s.text) {
+					t.Errorf("%s:%d: states the right answer to the %s (%q) before it is asked: %q", p, s.line, g.name, g.right, s.text)
+				}
+			}
+		}
+	}
+}
+
 // TestFirstResultWaits: every lab asks a question before it shows its
 // first result: its first block has a prediction.
 func TestFirstResultWaits(t *testing.T) {
@@ -255,5 +426,18 @@ func TestFirstResultWaits(t *testing.T) {
 		if len(l.Blocks) > 0 && l.Blocks[0].Predict == nil {
 			t.Errorf("%s:%d: block %s, the lab's first result, asks no prediction before it shows it", p, l.Blocks[0].FenceLine, l.Blocks[0].ID)
 		}
+	}
+}
+
+// TestChoiceGiveAwayCaught: a sentence that states the right choice is
+// caught, one that names only what every choice shares is not.
+func TestChoiceGiveAwayCaught(t *testing.T) {
+	g := choiceGate{name: "exercise x", right: "A client idle limit below the server's keep-alive timeout",
+		wrong: []string{"A client idle limit above the server's keep-alive timeout", "Turning on `tcp_tw_reuse`"}}
+	if !g.states("The rule that removes it is to keep the client's idle limit below the server's keep-alive timeout.") {
+		t.Error("a sentence stating the right choice was not caught")
+	}
+	if g.states("The client and the server each have an idle limit, and a keep-alive timeout decides.") {
+		t.Error("a sentence that favours no choice was caught")
 	}
 }
