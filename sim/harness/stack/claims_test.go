@@ -154,7 +154,7 @@ func TestClaimChurn(t *testing.T) {
 // fewer and about a tenth more requests a second.
 func TestClaimSiege(t *testing.T) {
 	says(t, "left about ten thousand fewer, and served about a tenth more requests a second",
-		"약 만 개 적게 남겼고, 초당 요청은 십 퍼센트쯤 더 처리했습니다")
+		"약 만 개 적게 남겼고, 초당 요청은 10 %쯤 더 처리했습니다")
 	r := readRecordFile(t)
 	type row struct{ rps, tw float64 }
 	got := map[string]row{}
