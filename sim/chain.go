@@ -284,3 +284,25 @@ func (s *Scenario) validateChain() error {
 	}
 	return nil
 }
+
+// calibratedBlockKeys and calibratedTierKeys are what a real run of a
+// stack measures and gives its model itself (the harness's calibrated):
+// the machine's other work, the load generator's CPU and stalls, and each
+// tier's costs, close-race shares and spread over its processes.
+var (
+	calibratedBlockKeys = []string{"cpu_background", "load_cpu", "load_stalls", "load_stall", "load_stall_p99"}
+	calibratedTierKeys  = []string{"server_time", "server_conn_time", "client_conn_time", "server_closes_first", "simultaneous_close", "worker_shares"}
+)
+
+// Calibrated reports whether key (a block key, or tier.NAME.KEY) is one a
+// real run of a stack measures itself: a lab's printed model may take it
+// from the lab's record without the record going stale.
+func Calibrated(key string) bool {
+	if name, ok := strings.CutPrefix(key, "tier."); ok {
+		if i := strings.IndexByte(name, '.'); i >= 0 {
+			return slices.Contains(calibratedTierKeys, name[i+1:])
+		}
+		return false
+	}
+	return slices.Contains(calibratedBlockKeys, key)
+}
