@@ -81,7 +81,7 @@ func hopOf(r *Result, name string) HopResult {
 // TestClaimRaceShares: the app's side closes first for about two thirds
 // of gunicorn's connections and about a third of Flask's server's
 // (medians), from under a fifth to nearly all across runs; the nginx lab
-// says the same of gunicorn's alone.
+// and the home page say the same of gunicorn's alone.
 func TestClaimRaceShares(t *testing.T) {
 	says(t, "the app's side won it for about two thirds of gunicorn's connections and about a third of Flask's server's",
 		"앱 쪽이 이긴 비율은 gunicorn 연결의 약 삼분의 이, Flask 서버 연결의 약 삼분의 일")
@@ -109,10 +109,13 @@ func TestClaimRaceShares(t *testing.T) {
 	if slices.Min(all) >= 0.2 || slices.Max(all) <= 0.9 {
 		t.Errorf("shares from %.2f to %.2f: not from under a fifth to nearly all", slices.Min(all), slices.Max(all))
 	}
-	// The nginx lab says both of gunicorn alone.
+	// The nginx lab and the home page say both of gunicorn alone.
 	pageSays(t, nginxLab, nginxLabKo,
 		"the app's side won it for about two thirds of gunicorn's connections (the median over the recorded runs), from under a fifth to nearly all from run to run",
 		"gunicorn 연결의 약 삼분의 이에서 앱 쪽이 이겼습니다(기록된 실행들의 중앙값). 이 비율은 실행마다 오분의 일 아래부터 거의 전부까지 움직였고")
+	pageSays(t, "../../../content/_index.md", "../../../content/_index.ko.md",
+		"the app's side won that race for about two thirds of gunicorn's connections (the median over the recorded runs; from under a fifth to nearly all from run to run)",
+		"gunicorn 연결의 약 삼분의 이에서 앱 쪽이 이겼습니다(기록된 실행들의 중앙값. 실행마다 오분의 일 아래부터 거의 전부까지 움직였습니다)")
 	if lo, hi := slices.Min(shares[Gunicorn]), slices.Max(shares[Gunicorn]); lo >= 0.2 || hi <= 0.9 {
 		t.Errorf("gunicorn's shares from %.2f to %.2f: not from under a fifth to nearly all", lo, hi)
 	}
