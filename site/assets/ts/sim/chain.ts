@@ -32,10 +32,23 @@ export class ChainView {
   private totals = false; // the counts are a summary's, not the stream's
   private dirty = true;
 
+  private readonly named: string[]; // the tiers as the block names them
+
   constructor(private tiers: string[]) {
+    this.named = tiers.slice();
     this.root.append(el("p", "sim-sub", t("w_chain")), this.diagram, this.caption, this.waterfall);
-    this.hops = tiers.map(() => ({ open: 0, idle: 0, twClient: 0, twServer: 0, connects: 0 }));
     this.root.dataset.tiers = tiers.join(",");
+    this.reset();
+  }
+
+  // reset empties the view for a new run of the same variant: a pane that
+  // stays on the page keeps its chain view, not the last run's calls.
+  reset(): void {
+    this.tiers = this.named.slice();
+    this.hops = this.tiers.map(() => ({ open: 0, idle: 0, twClient: 0, twServer: 0, connects: 0 }));
+    this.calls.clear();
+    this.totals = false;
+    this.dirty = true;
   }
 
   private hop(e: Ev): HopState | null {

@@ -222,7 +222,10 @@ export class Widget {
   // charts (new canvases cost a style recalculation each); others get new.
   private setPanes(vs: VariantData[]): void {
     if (vs.length === this.panes.length && vs.every((d, k) => d.name === this.panes[k].d.name && d.label === this.panes[k].d.label)) {
-      vs.forEach((d, k) => (this.panes[k].d = d));
+      vs.forEach((d, k) => {
+        this.panes[k].d = d;
+        this.panes[k].chain?.reset(); // a new run's calls, not the last one's too
+      });
       return;
     }
     this.panes = vs.map((d, k) => {
