@@ -238,9 +238,11 @@ func expectBlocks(t *testing.T, s *builtSite, p sitePage) map[string]*expected {
 			if err != nil && n <= limit {
 				t.Fatalf("block %s variant %s: %v", b.ID, v.Name, err)
 			}
+			// As the waterfall orders them: by start as the page receives
+			// it (whole microseconds), then by request.
 			slices.SortStableFunc(cs, func(a, b sim.Event) int {
-				if a.Start != b.Start {
-					return int(a.Start - b.Start)
+				if as, bs := a.Start/time.Microsecond, b.Start/time.Microsecond; as != bs {
+					return int(as - bs)
 				}
 				return a.Req - b.Req
 			})
