@@ -13,8 +13,17 @@ package site
 //     nginx has just run out of local ports to its upstream (a port range
 //     of four, tcp_tw_reuse off), so the log line the box quotes is the
 //     line nginx wrote;
+//   - `php -S …` (with the harness's prepend) starts in the background on
+//     a free port, and the box's `curl` to it runs (TestMachinePHP): with
+//     PHP 8.5 as the box shows it; with an older PHP as far as it goes
+//     (the server, the prepend, the same curl against handle.php), and the
+//     rest is skipped, naming the PHP it needs;
 //   - `sim validate` and `make serve` are not run (a real run of every
 //     block, the whole site): TestCommandsExist checks they exist.
+//
+// A server a box starts (sim upstream, php -S) is stopped when its test
+// ends, passed or failed; php -S runs in a process group of its own that
+// dies with the test process (Ctrl-C).
 //
 // A ```text block after a ```sh block is what the block's last command
 // prints: "…" stands for anything on that line, and runs of spaces and tabs
@@ -151,6 +160,10 @@ func boxKind(cmd string) string {
 		return "upstream"
 	case strings.HasPrefix(cmd, "go run ./sim/cmd/sim validate "), cmd == "make serve":
 		return "not run"
+	case phpServerRE.MatchString(cmd):
+		return "php -S"
+	case strings.HasPrefix(cmd, "curl ") && strings.Contains(cmd, "http://127.0.0.1:8080/"):
+		return "php curl"
 	case strings.HasPrefix(cmd, "curl "):
 		return "curl"
 	case strings.HasPrefix(cmd, "sysctl "):
@@ -159,6 +172,20 @@ func boxKind(cmd string) string {
 		return "exhausted"
 	}
 	return ""
+}
+
+// phpServerRE is php's built-in server on the boxes' port 8080, after
+// any environment it is given (NAME=value …).
+var phpServerRE = regexp.MustCompile(`^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*php\s.*\s-S\s+127\.0\.0\.1:8080(\s|$)`)
+
+// starts says whether a box starts a server of a kind (boxKind).
+func (b machineBox) starts(kind string) bool {
+	for _, c := range b.commands {
+		if boxKind(c.text) == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // Every lab has one box in each language, and the two languages show the
@@ -183,7 +210,7 @@ func TestMachineBoxes(t *testing.T) {
 				for _, c := range b.commands {
 					cmds[i] = append(cmds[i], c.text)
 					if boxKind(c.text) == "" {
-						t.Errorf("%s:%d: the box shows %q, which the test cannot run: use one it runs (sim upstream, curl, ss, sysctl, grep of nginx's error log) or teach it to run this one", p.path, c.line, c.text)
+						t.Errorf("%s:%d: the box shows %q, which the test cannot run: use one it runs (sim upstream, curl, php -S, ss, sysctl, grep of nginx's error log) or teach it to run this one", p.path, c.line, c.text)
 					}
 				}
 			}
@@ -465,5 +492,220 @@ func TestMachineHost(t *testing.T) {
 				t.Errorf("%s:%d: %s printed nothing", j.p.path, j.c.line, j.c.text)
 			}
 		}
+	}
+}
+
+// A tcpSocket is a TCP socket as /proc/net/tcp has it: local port, remote
+// port and state (0A is LISTEN, 01 ESTABLISHED, 06 TIME_WAIT).
+type tcpSocket struct {
+	local, remote int
+	state         string
+}
+
+// tcpSockets lists this network namespace's TCP sockets, IPv4 and IPv6.
+// Reading them opens no connection, so a count of TIME_WAIT sockets
+// afterwards is not disturbed.
+func tcpSockets() (out []tcpSocket) {
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(l)
+			if len(fs) < 4 {
+				continue
+			}
+			port := func(addr string) int {
+				i := strings.LastIndexByte(addr, ':')
+				n, _ := strconv.ParseUint(addr[i+1:], 16, 16)
+				return int(n)
+			}
+			out = append(out, tcpSocket{port(fs[1]), port(fs[2]), fs[3]})
+		}
+	}
+	return out
+}
+
+// listening says whether a socket listens on port.
+func listening(port string) bool {
+	p, _ := strconv.Atoi(port)
+	for _, s := range tcpSockets() {
+		if s.state == "0A" && s.local == p {
+			return true
+		}
+	}
+	return false
+}
+
+var envPrefixRE = regexp.MustCompile(`^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)`)
+
+// startBoxServer starts a server that a box runs in a terminal of its own
+// (php -S) with sh in dir, the shell replaced by the server (exec), in a
+// process group of its own that dies with the test process (Ctrl-C). It
+// returns once the server listens on 127.0.0.1:port; at cleanup it stops
+// the group and checks that nothing listens there.
+func startBoxServer(t *testing.T, name, script, dir, port string) *testutil.SyncBuffer {
+	t.Helper()
+	out := &testutil.SyncBuffer{}
+	cmd := exec.Command("sh", "-c", envPrefixRE.ReplaceAllString(script, "${1}exec "))
+	cmd.Dir = dir
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "PHP_CLI_SERVER_WORKERS=") { // one php -S process: one worker
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s did not stop within 10 s of SIGTERM", name)
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // and whatever it left in its group
+		<-exited
+		for deadline := time.Now().Add(5 * time.Second); listening(port); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("something still listens on 127.0.0.1:%s after %s stopped", port, name)
+				break
+			}
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); !listening(port); {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited (%v) before it listened on 127.0.0.1:%s:\n%s", script, waitErr, port, out)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not listening on 127.0.0.1:%s after 30 s:\n%s", script, port, out)
+		}
+	}
+	return out
+}
+
+// runBoxCommand runs one of a box's commands with sh in dir and checks
+// that it exits 0 and prints what the box says (a count, … | wc -l, at
+// least prints a number). It returns what the command printed.
+func runBoxCommand(t *testing.T, p *page, c boxCommand, script, dir, expect string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err != nil:
+		t.Errorf("%s:%d: %s: %v\n%s", p.path, c.line, script, err, out)
+	case expect != "":
+		if !matchOutput(expect, string(out)) {
+			t.Errorf("%s:%d: %s printed\n%s\nthe box says\n%s", p.path, c.line, script, out, expect)
+		}
+	case strings.HasSuffix(c.text, "| wc -l"):
+		if _, err := strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+			t.Errorf("%s:%d: %s printed %q, not a count", p.path, c.line, script, out)
+		}
+	}
+	return string(out)
+}
+
+// boxesStarting lists every page's boxes that start a server of a kind.
+func boxesStarting(t *testing.T, kind string) (out []machineBox) {
+	all := pages(t)
+	for _, name := range sortedNames(all) {
+		for _, lang := range []string{"en", "ko"} {
+			if p := all[name][lang]; p != nil {
+				for _, b := range machineBoxes(p) {
+					if b.starts(kind) {
+						out = append(out, b)
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no box starts %s", kind)
+	}
+	return out
+}
+
+// The boxes that serve a lab's script with php -S: their sim upstream,
+// php -S (from the checkout's root, as a reader runs it) and curl
+// commands. The box's curl to a script that needs PHP 8.5 runs as the box
+// shows it only on PHP 8.5; before, the test checks what it can and skips
+// the rest, saying so.
+func TestMachinePHP(t *testing.T) {
+	boxes := boxesStarting(t, "php -S")
+	if _, err := exec.LookPath("php"); err != nil {
+		t.Skip("no php on PATH: the boxes' php -S is not run (Debian: php-cli and php-curl; the box needs PHP 8.5)")
+	}
+	if exec.Command("php", "-r", `exit(function_exists("curl_init") ? 0 : 1);`).Run() != nil {
+		t.Skip("the php on PATH has no curl extension: the boxes' php -S is not run (Debian: php-curl)")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl on PATH")
+	}
+	version, _ := exec.Command("php", "-r", "echo PHP_VERSION;").Output()
+	has85 := exec.Command("php", "-r", "exit(PHP_VERSION_ID >= 80500 ? 0 : 1);").Run() == nil
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range boxes {
+		p := b.page
+		t.Run(fmt.Sprintf("%s:%d", filepath.Base(p.path), b.line), func(t *testing.T) {
+			dir, upPort, phpPort := t.TempDir(), freePort(t), freePort(t)
+			local := func(s string) string {
+				s = strings.ReplaceAll(s, "$PWD/ca.pem", filepath.Join(dir, "ca.pem"))
+				return strings.ReplaceAll(localize(s, upPort, dir), "127.0.0.1:8080", "127.0.0.1:"+phpPort)
+			}
+			var server *testutil.SyncBuffer
+			var needs85 []string
+			for _, c := range b.commands {
+				switch boxKind(c.text) {
+				case "upstream":
+					runBoxUpstream(t, localize(c.text, upPort, dir), upPort, dir)
+				case "php -S":
+					server = startBoxServer(t, "php -S", local(c.text), root, phpPort)
+				case "php curl":
+					if server == nil {
+						t.Fatalf("%s:%d: curl before the box starts php -S", p.path, c.line)
+					}
+					if has85 {
+						runBoxCommand(t, p, c, local(c.text), dir, c.expect)
+						continue
+					}
+					// Before PHP 8.5: the box's own command reaches the
+					// script, which stops at the missing function ...
+					needs85 = append(needs85, c.text)
+					out := runBoxCommand(t, p, c, local(c.text), dir, "")
+					if strings.Contains(c.text, "persistent.php") && !strings.Contains(out, "curl_share_init_persistent") {
+						t.Errorf("%s:%d: on PHP %s, %s printed\n%s\nwant PHP's error for the missing curl_share_init_persistent()", p.path, c.line, version, c.text, out)
+					}
+					// ... and the same call to handle.php, which PHP 8.2
+					// runs, gets the box's lines, each request connecting.
+					if strings.Contains(c.text, "persistent.php") && c.expect != "" {
+						runBoxCommand(t, p, c, local(strings.ReplaceAll(c.text, "persistent.php", "handle.php")), dir,
+							strings.ReplaceAll(c.expect, `"num_connects":0`, `"num_connects":1`))
+					}
+				}
+			}
+			if t.Failed() {
+				t.Logf("php -S printed:\n%s", server)
+			}
+			if len(needs85) > 0 {
+				t.Skipf("PHP %s on PATH, not 8.5 (php -r 'exit(PHP_VERSION_ID >= 80500 ? 0 : 1);' fails): %q needs curl_share_init_persistent(), so its output was not compared with the box. "+
+					"Checked: sim upstream, php -S with the prepend, that command reaching the script, and the same call to handle.php. Install PHP 8.5's CLI with its curl extension (php8.5-cli, php8.5-curl) to run it all",
+					version, needs85)
+			}
+		})
 	}
 }
