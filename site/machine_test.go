@@ -18,12 +18,15 @@ package site
 //     PHP 8.5 as the box shows it; with an older PHP as far as it goes
 //     (the server, the prepend, the same curl against handle.php), and the
 //     rest is skipped, naming the PHP it needs;
+//   - `redis-server …` starts in the background on a free port, and the
+//     box's `redis-cli` and `ss` commands run against it on this machine's
+//     loopback, in order (TestMachineRedis);
 //   - `sim validate` and `make serve` are not run (a real run of every
 //     block, the whole site): TestCommandsExist checks they exist.
 //
-// A server a box starts (sim upstream, php -S) is stopped when its test
-// ends, passed or failed; php -S runs in a process group of its own that
-// dies with the test process (Ctrl-C).
+// A server a box starts (sim upstream, php -S, redis-server) is stopped
+// when its test ends, passed or failed; php -S and redis-server run in a
+// process group of their own that dies with the test process (Ctrl-C).
 //
 // A ```text block after a ```sh block is what the block's last command
 // prints: "…" stands for anything on that line, and runs of spaces and tabs
@@ -164,6 +167,10 @@ func boxKind(cmd string) string {
 		return "php -S"
 	case strings.HasPrefix(cmd, "curl ") && strings.Contains(cmd, "http://127.0.0.1:8080/"):
 		return "php curl"
+	case strings.HasPrefix(cmd, "redis-server "):
+		return "redis-server"
+	case strings.HasPrefix(cmd, "redis-cli ") || strings.HasPrefix(cmd, "for ") && strings.Contains(cmd, "redis-cli "):
+		return "redis-cli"
 	case strings.HasPrefix(cmd, "curl "):
 		return "curl"
 	case strings.HasPrefix(cmd, "sysctl "):
@@ -210,7 +217,7 @@ func TestMachineBoxes(t *testing.T) {
 				for _, c := range b.commands {
 					cmds[i] = append(cmds[i], c.text)
 					if boxKind(c.text) == "" {
-						t.Errorf("%s:%d: the box shows %q, which the test cannot run: use one it runs (sim upstream, curl, php -S, ss, sysctl, grep of nginx's error log) or teach it to run this one", p.path, c.line, c.text)
+						t.Errorf("%s:%d: the box shows %q, which the test cannot run: use one it runs (sim upstream, curl, php -S, redis-server, redis-cli, ss, sysctl, grep of nginx's error log) or teach it to run this one", p.path, c.line, c.text)
 					}
 				}
 			}
@@ -421,6 +428,9 @@ func TestMachineHost(t *testing.T) {
 		for _, lang := range []string{"en", "ko"} {
 			if p := all[name][lang]; p != nil {
 				for _, b := range machineBoxes(p) {
+					if b.starts("redis-server") {
+						continue // its ss commands count what its redis-cli left: TestMachineRedis
+					}
 					for _, c := range b.commands {
 						if k := boxKind(c.text); k == "defaults" || k == "exhausted" {
 							jobs = append(jobs, job{p, c, k})
@@ -538,13 +548,28 @@ func listening(port string) bool {
 	return false
 }
 
+// closing lists the sockets towards port that are neither open nor in
+// TIME_WAIT yet: a client that has just closed, whose server has not
+// closed its side (a reader's next command comes seconds later; a test's
+// comes at once).
+func closing(port string) []string {
+	p, _ := strconv.Atoi(port)
+	var out []string
+	for _, s := range tcpSockets() {
+		if s.remote == p && s.state != "01" && s.state != "06" {
+			out = append(out, s.state)
+		}
+	}
+	return out
+}
+
 var envPrefixRE = regexp.MustCompile(`^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)`)
 
 // startBoxServer starts a server that a box runs in a terminal of its own
-// (php -S) with sh in dir, the shell replaced by the server (exec), in a
-// process group of its own that dies with the test process (Ctrl-C). It
-// returns once the server listens on 127.0.0.1:port; at cleanup it stops
-// the group and checks that nothing listens there.
+// (php -S, redis-server) with sh in dir, the shell replaced by the server
+// (exec), in a process group of its own that dies with the test process
+// (Ctrl-C). It returns once the server listens on 127.0.0.1:port; at
+// cleanup it stops the group and checks that nothing listens there.
 func startBoxServer(t *testing.T, name, script, dir, port string) *testutil.SyncBuffer {
 	t.Helper()
 	out := &testutil.SyncBuffer{}
@@ -705,6 +730,49 @@ func TestMachinePHP(t *testing.T) {
 				t.Skipf("PHP %s on PATH, not 8.5 (php -r 'exit(PHP_VERSION_ID >= 80500 ? 0 : 1);' fails): %q needs curl_share_init_persistent(), so its output was not compared with the box. "+
 					"Checked: sim upstream, php -S with the prepend, that command reaching the script, and the same call to handle.php. Install PHP 8.5's CLI with its curl extension (php8.5-cli, php8.5-curl) to run it all",
 					version, needs85)
+			}
+		})
+	}
+}
+
+// The boxes that start redis-server: it runs on a free loopback port, and
+// the box's redis-cli and ss commands run in order against it on this
+// machine, printing what the box says. Before each ss, the test waits for
+// the connections redis-cli closed to reach TIME_WAIT, as a reader's
+// next command does.
+func TestMachineRedis(t *testing.T) {
+	boxes := boxesStarting(t, "redis-server")
+	for bin, pkg := range map[string]string{"redis-server": "redis-server", "redis-cli": "redis-tools", "ss": "iproute2"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("no %s on PATH: the boxes' redis-server, redis-cli and ss are not run (Debian: %s; CI installs redis-server, which brings redis-tools)", bin, pkg)
+		}
+	}
+	for _, b := range boxes {
+		p := b.page
+		t.Run(fmt.Sprintf("%s:%d", filepath.Base(p.path), b.line), func(t *testing.T) {
+			dir, port := t.TempDir(), freePort(t)
+			local := func(s string) string { return strings.ReplaceAll(s, "6379", port) }
+			var server *testutil.SyncBuffer
+			for _, c := range b.commands {
+				switch kind := boxKind(c.text); kind {
+				case "redis-server":
+					server = startBoxServer(t, "redis-server", local(c.text), dir, port)
+				case "redis-cli", "exhausted":
+					if server == nil {
+						t.Fatalf("%s:%d: %s before the box starts redis-server", p.path, c.line, c.text)
+					}
+					if kind == "exhausted" {
+						for deadline := time.Now().Add(10 * time.Second); len(closing(port)) > 0 && time.Now().Before(deadline); {
+							time.Sleep(20 * time.Millisecond)
+						}
+					}
+					runBoxCommand(t, p, c, local(c.text), dir, c.expect)
+				default:
+					t.Errorf("%s:%d: %s: the test runs only redis-server, redis-cli and ss in a box that starts redis-server", p.path, c.line, c.text)
+				}
+			}
+			if t.Failed() {
+				t.Logf("redis-server printed:\n%s", server)
 			}
 		})
 	}
