@@ -126,7 +126,7 @@ func TestClaimWorkerSpread(t *testing.T) {
 			testutil.Median(oneRPS), ratio, testutil.Median(sharedRPS))
 	}
 	pageSays(t, spreadLab, spreadLabKo,
-		"answering less than half as many requests a second as when the work was shared",
+		"answering under half as many requests a second as when the work was shared",
 		"그 실행들은 일이 나뉜 실행들의 절반도 안 되는 요청을 초마다 처리했습니다")
 	pageSays(t, spreadLab, spreadLabKo,
 		"**Run real** gives the model the measured parts (`worker_shares`)",
