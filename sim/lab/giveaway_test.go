@@ -377,23 +377,12 @@ func without(xs []string, i int) []string {
 // whose particles defeat a comparison of words: the English one stands
 // for both.
 func TestNoChoiceGivenAway(t *testing.T) {
-	pages, err := filepath.Glob("../../labs/*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pages {
+	for _, pg := range labPages(t) {
+		p, l := pg.path, pg.lab
 		if strings.HasSuffix(p, ".ko.md") {
 			continue
 		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := Parse(p, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all := sentences(prose(p, string(src)))
+		all := sentences(prose(p, string(pg.src)))
 		for _, g := range choiceGates(t, l) {
 			for _, s := range all {
 				if s.line >= g.line {
@@ -410,19 +399,8 @@ func TestNoChoiceGivenAway(t *testing.T) {
 // TestFirstResultWaits: every lab asks a question before it shows its
 // first result: its first block has a prediction.
 func TestFirstResultWaits(t *testing.T) {
-	pages, err := filepath.Glob("../../labs/*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pages {
-		src, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := Parse(p, src)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, pg := range labPages(t) {
+		p, l := pg.path, pg.lab
 		if len(l.Blocks) > 0 && l.Blocks[0].Predict == nil {
 			t.Errorf("%s:%d: block %s, the lab's first result, asks no prediction before it shows it", p, l.Blocks[0].FenceLine, l.Blocks[0].ID)
 		}
@@ -440,4 +418,33 @@ func TestChoiceGiveAwayCaught(t *testing.T) {
 	if g.states("The client and the server each have an idle limit, and a keep-alive timeout decides.") {
 		t.Error("a sentence that favours no choice was caught")
 	}
+}
+
+// labPage is a lab's page as read: its path, source and lab.
+type labPage struct {
+	path string
+	src  []byte
+	lab  *Lab
+}
+
+// labPages reads every lab page, both languages.
+func labPages(t *testing.T) []labPage {
+	t.Helper()
+	paths, err := filepath.Glob("../../labs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []labPage
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Parse(p, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, labPage{p, src, l})
+	}
+	return out
 }
