@@ -174,3 +174,17 @@ func (b *Block) lineOfKey(v *Variant, key string) int {
 	}
 	return 0
 }
+
+// hasTierKey reports whether key, tier.NAME.KEY, names a key of one of the
+// block's tiers.
+func (b *Block) hasTierKey(key string) bool {
+	if len(b.Variants) == 0 {
+		return false
+	}
+	s, err := b.Scenario(b.Variants[0], nil)
+	if err != nil {
+		return false
+	}
+	_, ok := s.Get(key)
+	return ok
+}

@@ -21,7 +21,8 @@ import (
 
 // fillPlaceholders returns text with each placeholder replaced by f's
 // answer: "{{" and "}}" (key "", literal braces) and {key}, key a lower-case
-// name ([a-z][a-z0-9_]*). Other braces stay as they are.
+// name ([a-z][a-z0-9_.]*: a tier's key is tier.NAME.KEY). Other braces stay
+// as they are.
 func fillPlaceholders(text string, f func(tok, key string) string) string {
 	var b strings.Builder
 	start := 0
@@ -53,7 +54,7 @@ func placeholderAt(text string, i int) (tok, key string) {
 		return "}}", ""
 	case len(rest) > 2 && rest[0] == '{' && rest[1] >= 'a' && rest[1] <= 'z':
 		j := 2
-		for j < len(rest) && (rest[j] >= 'a' && rest[j] <= 'z' || rest[j] >= '0' && rest[j] <= '9' || rest[j] == '_') {
+		for j < len(rest) && (rest[j] >= 'a' && rest[j] <= 'z' || rest[j] >= '0' && rest[j] <= '9' || rest[j] == '_' || rest[j] == '.') {
 			j++
 		}
 		if j < len(rest) && rest[j] == '}' {
@@ -275,6 +276,12 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 		}
 		for _, p := range sim.Params() {
 			values[p.Key], _ = s.Get(p.Key)
+			for _, n := range s.TierNames() {
+				k := "tier." + n + "." + p.Key
+				if v, ok := s.Get(k); ok {
+					values[k] = v
+				}
+			}
 		}
 		ref := &ScenarioRef{Lab: x.File, Block: x.block.ID, Variant: x.Variant, Set: map[string]string{}, Metric: x.Metric, Call: x.Call}
 		cmd := []string{"sim", "run", "--block", x.block.ID}

@@ -498,3 +498,21 @@ func TestBadExercises(t *testing.T) {
 		})
 	}
 }
+
+// TestTierPlaceholders: a question names a tier's key as {tier.NAME.KEY};
+// a tier the block does not have is refused with the key.
+func TestTierPlaceholders(t *testing.T) {
+	got := fillPlaceholders("{tier.app.workers} × {threads}, {{literal}}", func(tok, key string) string { return "<" + key + ">" })
+	if got != "<tier.app.workers> × <threads>, <>literal<>" {
+		t.Errorf("filled: %q", got)
+	}
+	src := "```sim {id=\"b\"}\ntls = \"none\"\ndns = \"0s\"\n[[tier]]\nname = \"app\"\n[[tier]]\nname = \"db\"\n```\n\n" +
+		"```exercise {id=\"x\"}\nkind = \"number\"\nquestion = \"{tier.api.workers} workers?\"\nblock = \"b\"\nmetric = \"requests\"\ntolerance = 0\n```\n"
+	l, err := Parse("bad.md", []byte(src))
+	if err == nil {
+		_, err = l.Exercises()
+	}
+	if err == nil || !strings.Contains(err.Error(), "tier.api.workers") {
+		t.Errorf("a placeholder of a tier the block lacks: %v", err)
+	}
+}

@@ -525,10 +525,27 @@ func describeTOML(v any) string {
 // parseVary reads a vary entry: a list of values, or a range table
 // {min, max, step} for numeric and duration keys.
 func parseVary(key string, v any) (Vary, error) {
+	tier := strings.HasPrefix(key, "tier.")
 	p, ok := sim.LookupParam(key)
+	if tier {
+		p, ok = tierParam(key)
+	}
 	if !ok {
+		if tier {
+			_, err := checkTierSetting(key, nil, 0)
+			return Vary{}, err
+		}
 		s := sim.Default()
 		return Vary{}, s.Set(key, nil) // names the unknown key with a suggestion
+	}
+	// check tries a value the way the block will take it.
+	check := func(e any) error {
+		if tier {
+			_, err := checkTierSetting(key, e, 0)
+			return err
+		}
+		s := sim.Default()
+		return s.Set(key, e)
 	}
 	vr := Vary{Key: key}
 	switch t := v.(type) {
@@ -540,8 +557,7 @@ func parseVary(key string, v any) (Vary, error) {
 			return vr, msgf.Errorf("at most %d values", MaxVaryValues)
 		}
 		for _, e := range t {
-			s := sim.Default()
-			if err := s.Set(key, e); err != nil {
+			if err := check(e); err != nil {
 				return vr, err
 			}
 			vr.Values = append(vr.Values, e)
@@ -607,8 +623,7 @@ func parseVary(key string, v any) (Vary, error) {
 			default:
 				e = math.Round(f*1e9) / 1e9
 			}
-			s := sim.Default()
-			if err := s.Set(key, e); err != nil {
+			if err := check(e); err != nil {
 				return vr, err
 			}
 			vr.Values = append(vr.Values, e)
@@ -638,7 +653,11 @@ func (x *Exercise) checkPlaceholders(text string, answerOK bool) error {
 			if !answerOK {
 				err = msgf.Errorf("{answer} may only appear in explain")
 			}
-		case !knownParam(key):
+		case strings.HasPrefix(key, "tier.") && x.block != nil:
+			if !x.block.hasTierKey(key) {
+				err = msgf.Errorf("{%s} is not a key of one of block %q's tiers (tier.NAME.KEY)", key, x.block.ID)
+			}
+		case !strings.HasPrefix(key, "tier.") && !knownParam(key):
 			err = msgf.Errorf("{%s} is not a scenario key (sim params lists them)", key)
 		case x.block == nil:
 			err = msgf.Errorf("{%s} needs block = \"…\" to take its value from", key)
