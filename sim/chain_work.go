@@ -42,10 +42,15 @@ func (m *chainModel) runBeside(ji int32, d time.Duration, ph uint8) {
 }
 
 // besideDone: job ji's work beside its process's has ended.
-func (m *chainModel) besideDone(ji int32) {
+func (m *chainModel) besideDone(ji int32) { m.pieceDone(ji) }
+
+// pieceDone continues job ji after a piece of its work, by its phase.
+func (m *chainModel) pieceDone(ji int32) {
 	switch m.jobs[ji].phase {
 	case phAccept:
 		m.takeThread(ji)
+	case phWork:
+		m.afterCall(ji)
 	case phConnect:
 		m.connect(ji)
 	}
@@ -64,14 +69,7 @@ func (m *chainModel) cpuDone(ji int32) {
 		t.busy += seg.dur
 		m.runWork(seg.job, seg.dur)
 	}
-	switch m.jobs[ji].phase {
-	case phAccept:
-		m.takeThread(ji)
-	case phWork:
-		m.afterCall(ji)
-	case phConnect:
-		m.connect(ji)
-	}
+	m.pieceDone(ji)
 }
 
 // arrive: job ji's request reaches its tier, on a new connection (which
