@@ -31,6 +31,22 @@ func fromJSON(t *testing.T, d *Data) *Lab {
 	return l
 }
 
+// runJSON runs every block of l with seed 1 and returns the results as
+// JSON, and how many blocks ran: a lab from its data must run to the same
+// bytes as the lab read from its source.
+func runJSON(t *testing.T, l *Lab) ([]byte, int) {
+	t.Helper()
+	res, err := l.Run(context.Background(), nil, RunOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, len(res)
+}
+
 // A lab made from its data runs every block and every exercise instance to
 // the same bytes as the lab read from its source, and gives the same data.
 func TestFromDataRunsAsRead(t *testing.T) {
@@ -60,20 +76,12 @@ func TestFromDataRunsAsRead(t *testing.T) {
 			continue // the same blocks as the English file (site tests)
 		}
 		if len(read.Blocks) > 0 {
-			want, err := read.Run(context.Background(), nil, RunOptions{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := l.Run(context.Background(), nil, RunOptions{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, _ := json.Marshal(want)
-			g, _ := json.Marshal(got)
+			w, _ := runJSON(t, read)
+			g, n := runJSON(t, l)
 			if string(w) != string(g) {
 				t.Errorf("%s: runs differ:\n%s\n%s", f, g, w)
 			}
-			blocks += len(got)
+			blocks += n
 		}
 		xs, _ := read.Exercises()
 		ys, _ := l.Exercises()
@@ -174,17 +182,8 @@ func TestFromDataChain(t *testing.T) {
 	if got := strings.Join(d.Blocks[0].Tiers, " "); got != "nginx app redis" {
 		t.Fatalf("tiers %q", got)
 	}
-	l := fromJSON(t, d)
-	want, err := read.Run(context.Background(), nil, RunOptions{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := l.Run(context.Background(), nil, RunOptions{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := json.Marshal(want)
-	g, _ := json.Marshal(got)
+	w, _ := runJSON(t, read)
+	g, _ := runJSON(t, fromJSON(t, d))
 	if string(w) != string(g) {
 		t.Errorf("the chain from its data runs differently:\n%s\n%s", g, w)
 	}
