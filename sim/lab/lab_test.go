@@ -104,6 +104,36 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// badLab is a lab file, bad.md, with a mistake, and what its error must
+// say.
+type badLab struct {
+	name, src string
+	want      []string
+}
+
+// checkBadLabs parses each case's file and, if it parses, runs it: either
+// must fail with an error holding each of the case's wants (the file and
+// line, the key at fault).
+func checkBadLabs(t *testing.T, cases []badLab) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := Parse("bad.md", []byte(c.src))
+			if err == nil {
+				_, err = l.Run(context.Background(), nil, RunOptions{})
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
 // TestBadInput: every kind of mistake is reported with the file, the line
 // and the field at fault.
 func TestBadInput(t *testing.T) {
@@ -111,10 +141,7 @@ func TestBadInput(t *testing.T) {
 		return "+++\ntitle = \"T\"\n+++\n\n```sim {id=\"b\"}\n" + body + "\n```\n"
 	}
 	// The TOML body starts on line 6.
-	for _, c := range []struct {
-		name, src string
-		want      []string
-	}{
+	checkBadLabs(t, []badLab{
 		{"malformed TOML", block("requests = 3\nrtt = \"10ms"), []string{"bad.md:7:", `block "b"`, "TOML"}},
 		{"unknown key", block("requests = 3\nrtts = \"10ms\""), []string{"bad.md:7:", "rtts", `did you mean "rtt"`}},
 		{"negative RTT", block("rtt = \"-5ms\""), []string{"bad.md:6:", "rtt", "out of range"}},
@@ -136,22 +163,7 @@ func TestBadInput(t *testing.T) {
 		{"yaml front matter", "---\ntitle: x\n---\n", []string{"bad.md:1:", "TOML"}},
 		{"bad front matter", "+++\ntitle = \n+++\n", []string{"bad.md:2:", "front matter"}},
 		{"bad attributes", "```sim {id=a b=\"\n```\n", []string{"bad.md:1:"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			l, err := Parse("bad.md", []byte(c.src))
-			if err == nil {
-				_, err = l.Run(context.Background(), nil, RunOptions{})
-			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestMissingBlock(t *testing.T) {

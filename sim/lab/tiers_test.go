@@ -117,10 +117,7 @@ func TestChainBadInput(t *testing.T) {
 		return "```sim {id=\"b\"}\ntls = \"none\"\ndns = \"0s\"\n" + body + "\n```\n"
 	}
 	// The TOML body starts on line 2; body lines from line 4.
-	for _, c := range []struct {
-		name, src string
-		want      []string
-	}{
+	checkBadLabs(t, []badLab{
 		{"no name", block("[[tier]]\nworkers = 2"), []string{"bad.md:4:", "needs a name"}},
 		{"bad name", block("[[tier]]\nname = \"App\""), []string{"bad.md:5:", "App"}},
 		{"twice", block("[[tier]]\nname = \"a\"\n[[tier]]\nname = \"a\""), []string{"bad.md:7:", "two tiers"}},
@@ -135,20 +132,5 @@ func TestChainBadInput(t *testing.T) {
 		{"0-RTT into a server without it", block("[[tier]]\nname = \"app\"\nsoftware = \"gunicorn\"\ntls = \"1.3\"\ntls_resume = true\nearly_data = true"),
 			[]string{"bad.md:", "tier.app.early_data", "no 0-RTT"}},
 		{"unknown metric", block("expect = [\"hop.a.conects == 1\"]\n[[tier]]\nname = \"a\""), []string{"bad.md:4:", "hop.a.conects"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			l, err := Parse("bad.md", []byte(c.src))
-			if err == nil {
-				_, err = l.Run(context.Background(), nil, RunOptions{})
-			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
-		})
-	}
+	})
 }
