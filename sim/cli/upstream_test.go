@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,22 +16,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connlab/connlab/internal/testutil"
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness/kernel"
 	"github.com/connlab/connlab/sim/phpwasm"
 )
 
-// lineFeed hands a running command's output over line by line.
-type lineFeed struct {
-	lines chan string
+// upstreamRun is `sim upstream` running in this process (Run, not the
+// binary: see startUpstream for that): its output line by line, what it
+// wrote to stderr, and its exit code once its context is cancelled.
+type upstreamRun struct {
+	lines <-chan string
+	errb  *testutil.SyncBuffer
+	done  <-chan int
 }
 
-func (f *lineFeed) reader(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f.lines <- sc.Text()
-	}
-	close(f.lines)
+// runUpstream runs `sim upstream args...` until ctx is cancelled.
+func runUpstream(ctx context.Context, args ...string) *upstreamRun {
+	pr, pw := io.Pipe()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	done := make(chan int, 1)
+	errb := &testutil.SyncBuffer{}
+	go func() {
+		done <- Run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: errb}, append([]string{"upstream"}, args...))
+		pw.Close()
+	}()
+	return &upstreamRun{lines: lines, errb: errb, done: done}
 }
 
 // TestUpstream starts sim upstream, calls it twice on one connection the
@@ -40,18 +56,9 @@ func (f *lineFeed) reader(r io.Reader) {
 func TestUpstream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
-	feed := &lineFeed{lines: make(chan string, 100)}
-	go feed.reader(pr)
-	done := make(chan int, 1)
-	var errb bytes.Buffer
-	go func() {
-		done <- Run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: &errb},
-			[]string{"upstream", "--rtt", "20ms", "--tls", "1.3", "--server-time", "0s", "--response-bytes", "500"})
-		pw.Close()
-	}()
+	up := runUpstream(ctx, "--rtt", "20ms", "--tls", "1.3", "--server-time", "0s", "--response-bytes", "500")
 	var url, caFile, curl string
-	for l := range feed.lines {
+	for l := range up.lines {
 		f := strings.Fields(l)
 		switch {
 		case len(f) >= 2 && f[0] == "upstream":
@@ -66,7 +73,7 @@ func TestUpstream(t *testing.T) {
 		}
 	}
 	if url == "" || caFile == "" || !strings.Contains(curl, "--cacert "+caFile) || !strings.Contains(curl, "%{time_appconnect}") {
-		t.Fatalf("output: url %q ca %q curl %q; stderr %s", url, caFile, curl, errb.String())
+		t.Fatalf("output: url %q ca %q curl %q; stderr %s", url, caFile, curl, up.errb.String())
 	}
 	for _, p := range sim.CurlPhases() {
 		if !strings.Contains(curl, p.Key+" %{"+p.Curl+"} ") {
@@ -117,11 +124,11 @@ func TestUpstream(t *testing.T) {
 	}
 	tr.CloseIdleConnections()
 	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d: %s", code, errb.String())
+	if code := <-up.done; code != 0 {
+		t.Errorf("exit %d: %s", code, up.errb.String())
 	}
 	var rest []string
-	for l := range feed.lines {
+	for l := range up.lines {
 		rest = append(rest, l)
 	}
 	if !strings.Contains(strings.Join(rest, "\n"), "stopped: 2 requests on 1 connections") {
@@ -159,17 +166,9 @@ func TestUpstreamPHP(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
-	feed := &lineFeed{lines: make(chan string, 100)}
-	go feed.reader(pr)
-	done := make(chan int, 1)
-	var errb bytes.Buffer
-	go func() {
-		done <- Run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: &errb}, []string{"upstream", "--rtt", "5ms", "--tls", "1.2"})
-		pw.Close()
-	}()
+	up := runUpstream(ctx, "--rtt", "5ms", "--tls", "1.2")
 	cmd := ""
-	for l := range feed.lines {
+	for l := range up.lines {
 		if strings.Contains(l, " php -d auto_prepend_file=") {
 			cmd = strings.TrimSpace(l)
 		}
@@ -178,7 +177,7 @@ func TestUpstreamPHP(t *testing.T) {
 		}
 	}
 	if !strings.Contains(cmd, "handle.php") {
-		t.Fatalf("no PHP command printed; stderr %s", errb.String())
+		t.Fatalf("no PHP command printed; stderr %s", up.errb.String())
 	}
 	out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
 	if err != nil {
@@ -200,5 +199,5 @@ func TestUpstreamPHP(t *testing.T) {
 		t.Errorf("num_connects %v, want [1 0]", got)
 	}
 	cancel()
-	<-done
+	<-up.done
 }
