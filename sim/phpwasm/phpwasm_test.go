@@ -695,22 +695,30 @@ func TestBefore85(t *testing.T) {
 	}
 }
 
-// TestNativeSignal: a native driver killed with SIGTERM (the harness's
-// Ctrl-C) stops its php -S process and removes its temporary folder.
-func TestNativeSignal(t *testing.T) {
+// startNative starts a driver on the php found on PATH (the test skips
+// without one) and serves one request, so that its php -S child runs; the
+// ready line must name that child (p.ready.Info.Child).
+func startNative(t *testing.T) *proc {
+	t.Helper()
 	bin, _, err := FindNative()
 	if err != nil {
 		t.Skip(err)
 	}
 	c := newCerts(t)
 	up := startUpstream(t, c, 0)
-	s := scenario("request", 1)
-	p := startDriver(t, c, up, opts{script: filepath.Join(must(filepath.Abs(labDir)), "share.php"), scenario: s, binary: bin})
+	p := startDriver(t, c, up, opts{script: filepath.Join(must(filepath.Abs(labDir)), "share.php"), scenario: scenario("request", 1), binary: bin})
 	p.serve(1)
-	ch := p.ready.Info.Child
-	if ch == nil || ch.PID == 0 || ch.Dir == "" {
+	if ch := p.ready.Info.Child; ch == nil || ch.PID == 0 || ch.Dir == "" {
 		t.Fatalf("ready line has no child: %+v", p.ready)
 	}
+	return p
+}
+
+// TestNativeSignal: a native driver killed with SIGTERM (the harness's
+// Ctrl-C) stops its php -S process and removes its temporary folder.
+func TestNativeSignal(t *testing.T) {
+	p := startNative(t)
+	ch := p.ready.Info.Child
 	if _, err := os.Stat(ch.Dir); err != nil {
 		t.Fatalf("php -S folder: %v", err)
 	}

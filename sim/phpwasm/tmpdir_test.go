@@ -17,21 +17,10 @@ import (
 // which skips its exit handler and leaves the folder, the next real run's
 // sweep (kernel.SweepTemp) removes it; while the driver runs, it stays.
 func TestNativeKilledSwept(t *testing.T) {
-	bin, _, err := FindNative()
-	if err != nil {
-		t.Skip(err)
-	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // the driver's folder, and the sweep's
-	c := newCerts(t)
-	up := startUpstream(t, c, 0)
-	s := scenario("request", 1)
-	p := startDriver(t, c, up, opts{script: filepath.Join(must(filepath.Abs(labDir)), "share.php"), scenario: s, binary: bin})
-	p.serve(1)
+	p := startNative(t)
 	ch := p.ready.Info.Child
-	if ch == nil || ch.PID == 0 || ch.Dir == "" {
-		t.Fatalf("ready line has no child: %+v", p.ready)
-	}
 	t.Cleanup(func() { syscall.Kill(ch.PID, syscall.SIGKILL) })
 	if want := "connlab-php-" + strconv.Itoa(p.cmd.Process.Pid) + "-"; filepath.Dir(ch.Dir) != tmp || !strings.HasPrefix(filepath.Base(ch.Dir), want) {
 		t.Fatalf("php -S folder %s; want %s/%s…", ch.Dir, tmp, want)
