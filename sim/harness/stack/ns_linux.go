@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/connlab/connlab/sim/harness/kernel"
 )
@@ -118,17 +117,18 @@ func childRun(r io.Reader, w io.Writer) error {
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting /proc: %w", err)
 	}
-	if err := loopbackUp(); err != nil {
+	// lo and the sysctls as a lab process sets them in its namespace.
+	if err := kernel.LoopbackUp(); err != nil {
 		return err
 	}
 	if spec.PortRange != "" {
-		if err := os.WriteFile("/proc/sys/net/ipv4/ip_local_port_range", []byte(spec.PortRange), 0); err != nil {
-			return fmt.Errorf("ip_local_port_range: %w", err)
+		if err := kernel.WriteSysctl("net/ipv4/ip_local_port_range", spec.PortRange); err != nil {
+			return err
 		}
 	}
 	if spec.TWReuse >= 0 {
-		if err := os.WriteFile("/proc/sys/net/ipv4/tcp_tw_reuse", []byte(fmt.Sprint(spec.TWReuse)), 0); err != nil {
-			return fmt.Errorf("tcp_tw_reuse: %w", err)
+		if err := kernel.WriteSysctl("net/ipv4/tcp_tw_reuse", fmt.Sprint(spec.TWReuse)); err != nil {
+			return err
 		}
 	}
 	st, err := Start(spec.Config)
@@ -153,23 +153,4 @@ func childRun(r io.Reader, w io.Writer) error {
 		res.Sysctl[k] = strings.Join(strings.Fields(string(b)), " ")
 	}
 	return json.NewEncoder(w).Encode(res)
-}
-
-// loopbackUp brings up lo, which a new network namespace starts with down.
-func loopbackUp() error {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer syscall.Close(fd)
-	var ifr [40]byte // struct ifreq: name[16], then flags (short)
-	copy(ifr[:], "lo")
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCGIFFLAGS, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
-		return fmt.Errorf("reading lo's flags: %v", e)
-	}
-	*(*uint16)(unsafe.Pointer(&ifr[16])) |= syscall.IFF_UP | syscall.IFF_RUNNING
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
-		return fmt.Errorf("bringing lo up: %v", e)
-	}
-	return nil
 }
