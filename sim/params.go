@@ -32,14 +32,14 @@ func paramErr(key, format string, args ...any) *ParamError {
 // A Param describes one scenario key: its kind, limits and help. The widget
 // builds its controls from this list (sim params --json).
 type Param struct {
-	Key     string   `json:"key"`
-	Kind    string   `json:"kind"` // duration, int, float, bool, enum, ports, sets
-	Enum    []string `json:"enum,omitempty"`
-	Min     string   `json:"min,omitempty"`
-	Max     string   `json:"max,omitempty"`
-	Unit    string   `json:"unit,omitempty"`
-	Default string   `json:"default"`
-	Help    string   `json:"help"`
+	Key     string    `json:"key"`
+	Kind    ParamKind `json:"kind"`
+	Enum    []string  `json:"enum,omitempty"`
+	Min     string    `json:"min,omitempty"`
+	Max     string    `json:"max,omitempty"`
+	Unit    string    `json:"unit,omitempty"`
+	Default string    `json:"default"`
+	Help    string    `json:"help"`
 	// Fixed: a block's value is shown as it is, not as a control a reader
 	// can change (the page's widget lists it beside the controls).
 	Fixed bool `json:"fixed,omitempty"`
@@ -78,21 +78,21 @@ func init() {
 		}
 		switch {
 		case f.Type == durationType:
-			p.Kind = "duration"
+			p.Kind = ParamDuration
 		case f.Type == portRangeType:
-			p.Kind = "ports"
+			p.Kind = ParamPorts
 		case f.Type == setsType:
-			p.Kind = "sets"
+			p.Kind = ParamSets
 		case f.Type == sharesType:
-			p.Kind = "shares"
+			p.Kind = ParamShares
 		case f.Type.Kind() == reflect.Int:
-			p.Kind = "int"
+			p.Kind = ParamInt
 		case f.Type.Kind() == reflect.Float64:
-			p.Kind = "float"
+			p.Kind = ParamFloat
 		case f.Type.Kind() == reflect.Bool:
-			p.Kind = "bool"
+			p.Kind = ParamBool
 		case f.Type.Kind() == reflect.String:
-			p.Kind = "enum"
+			p.Kind = ParamEnum
 			e, ok := enumFor(f)
 			if !ok {
 				panic("sim: scenario field " + f.Name + " has no vocabulary type")
@@ -113,7 +113,7 @@ func init() {
 	}
 }
 
-func mustLimit(kind, s string) float64 {
+func mustLimit(kind ParamKind, s string) float64 {
 	if kind == "duration" {
 		d, err := time.ParseDuration(s)
 		if err != nil {

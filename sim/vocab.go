@@ -229,6 +229,21 @@ func ErrorKindOf(text string) (ErrorKind, bool) {
 	return "", false
 }
 
+// ParamKind is the kind of a scenario key's value (sim params), which
+// decides how it is read, checked and shown as a control.
+type ParamKind string
+
+const (
+	ParamDuration ParamKind = "duration" // "40ms", "2s"
+	ParamInt      ParamKind = "int"
+	ParamFloat    ParamKind = "float"
+	ParamBool     ParamKind = "bool"
+	ParamEnum     ParamKind = "enum"   // one word of a vocabulary type
+	ParamPorts    ParamKind = "ports"  // a port range, "32768-60999"
+	ParamSets     ParamKind = "sets"   // lists of words, [["dns", "tcp"]]
+	ParamShares   ParamKind = "shares" // a list of fractions, [0.5, 0.5]
+)
+
 // The values of each type, in the order the help and the controls list
 // them.
 var (
@@ -246,6 +261,7 @@ var (
 	closeReasons = []CloseReason{ReasonEndOfCall, ReasonEndOfRequest, ReasonWorkerExit, ReasonNoReuse, ReasonSimultaneous,
 		ReasonMaxIdleAge, ReasonMaxLifetime, ReasonIdleFull, ReasonEvict, ReasonIdleTimeout, ReasonKeepaliveRequests,
 		ReasonDead, ReasonReset, ReasonClosed, ReasonShutdown, ReasonWarmUp, ReasonReused, ReasonTakenOver}
+	paramKinds = []ParamKind{ParamDuration, ParamInt, ParamFloat, ParamBool, ParamEnum, ParamPorts, ParamSets, ParamShares}
 	errorKinds = []ErrorKind{ErrorNoPort, ErrorRace, ErrorPoolFull, ErrorCallFailed,
 		ErrorShareEmpty, ErrorShareCookie, ErrorShareOption, ErrorShareType}
 )
@@ -255,7 +271,7 @@ var (
 var enums = []enumType{
 	enumOf(modes), enumOf(loads), enumOf(arrivals), enumOf(dispatches), enumOf(reuses),
 	enumOf(poolFulls), enumOf(sides), enumOf(tlsVersions), enumOf(certs), enumOf(setups), enumOf(handshakes),
-	enumOf(closeReasons), enumOf(errorKinds),
+	enumOf(closeReasons), enumOf(errorKinds), enumOf(paramKinds),
 	{name: "Kind", typ: reflect.TypeFor[Kind](), values: kindNames[:]},
 }
 
