@@ -387,8 +387,8 @@ func pageReadingTime(t testing.TB, p *page) readingTime {
 		t.Fatal(err)
 	}
 	for _, x := range xs {
-		rt.exercises[x.Kind]++
-		rt.doing += minutesPerExercise[x.Kind]
+		rt.exercises[string(x.Kind)]++
+		rt.doing += minutesPerExercise[string(x.Kind)]
 	}
 	rt.prose = float64(rt.words) / wordsPerMinute
 	rt.doing += float64(rt.blocks)*minutesPerBlock + float64(rt.predicts)*minutesPerPredict

@@ -33,15 +33,15 @@ type LabSummary struct {
 
 // ExState is one exercise on the teacher's page.
 type ExState struct {
-	ID        string        `json:"id"`
-	Kind      string        `json:"kind"`
-	Title     string        `json:"title,omitempty"`
-	Question  string        `json:"question"`
-	Choices   []string      `json:"choices,omitempty"`
-	Histogram Histogram     `json:"histogram"`
-	Revealed  bool          `json:"revealed"`
-	Answer    *lab.Instance `json:"answer,omitempty"` // the class seed's instance, once revealed
-	Right     int           `json:"right"`            // once revealed: predictions within tolerance / right choice
+	ID        string           `json:"id"`
+	Kind      lab.ExerciseKind `json:"kind"`
+	Title     string           `json:"title,omitempty"`
+	Question  string           `json:"question"`
+	Choices   []string         `json:"choices,omitempty"`
+	Histogram Histogram        `json:"histogram"`
+	Revealed  bool             `json:"revealed"`
+	Answer    *lab.Instance    `json:"answer,omitempty"` // the class seed's instance, once revealed
+	Right     int              `json:"right"`            // once revealed: predictions within tolerance / right choice
 }
 
 // collected is what the students answered to one exercise.

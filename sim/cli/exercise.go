@@ -309,7 +309,7 @@ func (q *quiz) next(prompt string) (string, bool) {
 // ask runs one exercise; false means the input ended.
 func (q *quiz) ask(i, n int, in *lab.Instance) bool {
 	w, t := q.env.Stdout, q.t
-	kind := map[string]string{"number": t.number, "choice": t.choice, "explain": t.explain}[in.Kind]
+	kind := map[string]string{"number": t.number, "choice": t.choice, "explain": t.explain}[string(in.Kind)]
 	title := in.Title
 	if title != "" {
 		title = " " + title

@@ -66,7 +66,7 @@ type Control struct {
 // ExerciseData is an ```exercise block as read.
 type ExerciseData struct {
 	ID           string        `json:"id"`
-	Kind         string        `json:"kind"`
+	Kind         ExerciseKind  `json:"kind"`
 	Line         int           `json:"line"`
 	FenceLine    int           `json:"fence_line"`
 	Title        string        `json:"title,omitempty"`
@@ -268,7 +268,7 @@ func exerciseFromData(file string, d ExerciseData, lab *names) (*Exercise, error
 		return &Error{File: file, Line: line, Msg: msgf.Sprintf("exercise %q: ", d.ID) + msgf.Sprintf(format, args...)}
 	}
 	if !slices.Contains(ExerciseKinds, x.Kind) {
-		return nil, fail(d.FenceLine, "kind %q: want one of %v", x.Kind, ExerciseKinds)
+		return nil, fail(d.FenceLine, "kind %q: want one of %s", x.Kind, kindList())
 	}
 	if x.Kind == "choice" && (x.Correct < 1 || x.Correct > len(x.Choices)) {
 		return nil, fail(d.FenceLine, "correct: want 1 to %d, got %d", len(x.Choices), x.Correct)

@@ -45,7 +45,7 @@ import (
 // metrics as block.variant.metric); tests check it for the unseeded answer.
 type Exercise struct {
 	ID        string
-	Kind      string // number, choice, explain
+	Kind      ExerciseKind
 	File      string
 	Line      int // first line of the TOML body
 	FenceLine int
@@ -86,8 +86,29 @@ type Vary struct {
 	Line   int    `json:"line,omitempty"`
 }
 
+// ExerciseKind is what an exercise asks for, and how an answer is checked.
+type ExerciseKind string
+
+const (
+	KindNumber  ExerciseKind = "number"  // a number, within a tolerance of the model's
+	KindChoice  ExerciseKind = "choice"  // one of its choices
+	KindExplain ExerciseKind = "explain" // words, checked against a rubric's points
+)
+
 // ExerciseKinds lists the kinds of exercise.
-var ExerciseKinds = []string{"number", "choice", "explain"}
+var ExerciseKinds = []ExerciseKind{KindNumber, KindChoice, KindExplain}
+
+// kindList is ExerciseKinds for a message: "number, choice, explain".
+func kindList() string {
+	s := ""
+	for i, k := range ExerciseKinds {
+		if i > 0 {
+			s += ", "
+		}
+		s += string(k)
+	}
+	return s
+}
 
 // Limits on an exercise block, so a page cannot ask for unbounded work.
 const (

@@ -152,12 +152,12 @@ func pick(seed uint64, id, key string, n int) int {
 // for a seed, choices in that seed's order, and the answer the model gives.
 // It is what `sim exercise --key --json` prints for each exercise.
 type Instance struct {
-	ID       string   `json:"id"`
-	Kind     string   `json:"kind"`
-	Title    string   `json:"title,omitempty"`
-	Question string   `json:"question"`
-	Unit     string   `json:"unit,omitempty"`
-	Choices  []string `json:"choices,omitempty"`
+	ID       string       `json:"id"`
+	Kind     ExerciseKind `json:"kind"`
+	Title    string       `json:"title,omitempty"`
+	Question string       `json:"question"`
+	Unit     string       `json:"unit,omitempty"`
+	Choices  []string     `json:"choices,omitempty"`
 	// Answer is a number (kind number), the right choice's text (choice) or
 	// the model answer (explain).
 	Answer any `json:"answer"`

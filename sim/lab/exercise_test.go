@@ -85,7 +85,7 @@ func TestLabExercises(t *testing.T) {
 			if len(xs) < 3 || len(xs) > 6 {
 				t.Errorf("%d exercises; want 3 to 6", len(xs))
 			}
-			kinds := map[string]int{}
+			kinds := map[ExerciseKind]int{}
 			for _, x := range xs {
 				kinds[x.Kind]++
 			}

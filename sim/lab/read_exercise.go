@@ -189,11 +189,12 @@ func (r *exerciseReader) strList(k string, max int) ([]string, error) {
 func (r *exerciseReader) texts() error {
 	x := r.x
 	var err error
-	if x.Kind, err = r.str("kind", true); err != nil {
+	var kind string
+	if kind, err = r.str("kind", true); err != nil {
 		return err
 	}
-	if !slices.Contains(ExerciseKinds, x.Kind) {
-		return r.fail("kind", "kind %q: want one of %s", x.Kind, strings.Join(ExerciseKinds, ", "))
+	if x.Kind = ExerciseKind(kind); !slices.Contains(ExerciseKinds, x.Kind) {
+		return r.fail("kind", "kind %q: want one of %s", x.Kind, kindList())
 	}
 	for _, f := range []struct {
 		key      string
@@ -235,7 +236,7 @@ func (r *exerciseReader) texts() error {
 // kindKeys refuses keys of another kind, and reads a choice's answer.
 func (r *exerciseReader) kindKeys() error {
 	x, doc := r.x, r.doc
-	only := map[string]string{"choices": "choice", "correct": "choice", "model_answer": "explain", "rubric": "explain", "pass": "explain",
+	only := map[string]ExerciseKind{"choices": "choice", "correct": "choice", "model_answer": "explain", "rubric": "explain", "pass": "explain",
 		"metric": "number", "call": "number", "tolerance": "number", "unit": "number"}
 	for k, kind := range only {
 		if _, ok := doc[k]; ok && x.Kind != kind {
