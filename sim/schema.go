@@ -30,6 +30,60 @@ type Schema struct {
 	Enums  map[string][]string `json:"enums"`
 	Phases []Phase             `json:"phases"`
 	Types  map[string][]Field  `json:"types"`
+	// Messages are the run protocol's messages (sim/server/PROTOCOL.md)
+	// by direction, "client" and "server": each its "type" literal and the
+	// entry of Types that holds its fields.
+	Messages map[string][]Message `json:"messages,omitempty"`
+
+	extra map[reflect.Type]string // enum types added by AddEnum, by Go type
+}
+
+// A Message is one message of the run protocol.
+type Message struct {
+	Type string `json:"type"` // the value of its "type" key
+	Of   string `json:"of"`   // its entry of Types
+}
+
+// AddEnum adds a closed set of words declared outside package sim (a run's
+// mode, an exercise's kind) to s: its values, and the type of every field
+// of that Go type that AddType describes later.
+func AddEnum[T ~string](s *Schema, values []T) {
+	t := reflect.TypeFor[T]()
+	for _, v := range values {
+		s.Enums[t.Name()] = append(s.Enums[t.Name()], string(v))
+	}
+	if s.extra == nil {
+		s.extra = map[reflect.Type]string{}
+	}
+	s.extra[t] = t.Name()
+}
+
+// AddType describes struct type t under its Go name, and every struct type
+// its fields hold that s does not describe yet.
+func (s *Schema) AddType(t reflect.Type) {
+	if _, ok := s.Types[t.Name()]; ok {
+		return
+	}
+	s.Types[t.Name()] = jsonFields(t, s.extra)
+	for i := 0; i < t.NumField(); i++ {
+		ft := t.Field(i).Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft != durationType && ft.Name() != "" && !t.Field(i).Anonymous {
+			s.AddType(ft)
+		}
+	}
+}
+
+// AddMessage describes message type t (see AddType) as the message of
+// direction dir ("client" or "server") whose "type" is typ.
+func (s *Schema) AddMessage(dir, typ string, t reflect.Type) {
+	s.AddType(t)
+	if s.Messages == nil {
+		s.Messages = map[string][]Message{}
+	}
+	s.Messages[dir] = append(s.Messages[dir], Message{Type: typ, Of: t.Name()})
 }
 
 // SchemaParam is a Param with the vocabulary type of its values.
@@ -72,12 +126,16 @@ func NewSchema() Schema {
 // JSONFields describes the JSON keys of struct type t from its fields' json
 // tags (and kinds and enum tags). A unit is read from the key's suffix:
 // _ms, _s, _rps or _pct; a time.Duration field's key must end in _ms.
-func JSONFields(t reflect.Type) []Field {
+func JSONFields(t reflect.Type) []Field { return jsonFields(t, nil) }
+
+// jsonFields is JSONFields, with the enum types of extra besides the
+// vocabulary's.
+func jsonFields(t reflect.Type, extra map[reflect.Type]string) []Field {
 	var out []Field
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
-			out = append(out, JSONFields(f.Type)...) // encoding/json lifts its fields
+			out = append(out, jsonFields(f.Type, extra)...) // encoding/json lifts its fields
 			continue
 		}
 		name := jsonName(f)
@@ -102,18 +160,24 @@ func JSONFields(t reflect.Type) []Field {
 		if ft.Kind() == reflect.Pointer {
 			fd.Nullable, ft = true, ft.Elem()
 		}
+		// Lists and objects keyed by name (a chain's hops and tiers), at
+		// any depth: map[string][]T is "T[]{}", read from the inside out.
 		list := ""
-		switch ft.Kind() {
-		case reflect.Slice:
-			list, ft = "[]", ft.Elem()
-		case reflect.Map: // keyed by name: a chain's hops and tiers
-			list, ft = "{}", ft.Elem()
+		for !isRawJSON(ft) && (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map) {
+			if ft.Kind() == reflect.Slice {
+				list = "[]" + list
+			} else {
+				list = "{}" + list
+			}
+			ft = ft.Elem()
 		}
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
 		if e, ok := enumFor(reflect.StructField{Type: ft, Tag: f.Tag}); ok {
 			fd.Type, fd.Enum = "string", e.name
+		} else if name, ok := extra[ft]; ok {
+			fd.Type, fd.Enum = "string", name
 		} else {
 			fd.Type = jsonType(ft)
 		}
@@ -124,6 +188,12 @@ func JSONFields(t reflect.Type) []Field {
 		out = append(out, fd)
 	}
 	return out
+}
+
+// isRawJSON: t is encoding/json's RawMessage (named, not imported: package
+// sim is linked into the page's .wasm, which links no encoding/json).
+func isRawJSON(t reflect.Type) bool {
+	return t.PkgPath() == "encoding/json" && t.Name() == "RawMessage"
 }
 
 func jsonType(t reflect.Type) string {
@@ -140,8 +210,8 @@ func jsonType(t reflect.Type) string {
 		return "number"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return "integer"
-	case t.Kind() == reflect.Interface:
-		return "any"
+	case t.Kind() == reflect.Interface || isRawJSON(t):
+		return "any" // any JSON value (a RawMessage is decoded later)
 	}
 	return t.Kind().String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/internal/runmsg"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -36,19 +37,31 @@ interface per type, and the phase table as the constant PHASES.`,
 }
 
 // schema is the document `sim schema --json` prints: sim.NewSchema with the
-// comparison's row type.
+// types the site reads from other packages (the comparison's rows, a lab's
+// controls and checks, an exercise) and the run protocol's messages.
 func schema() sim.Schema {
 	s := sim.NewSchema()
-	for name, t := range map[string]reflect.Type{
-		"Phase":       reflect.TypeFor[sim.Phase](),
-		"PhaseRow":    reflect.TypeFor[harness.PhaseRow](),
-		"Check":       reflect.TypeFor[lab.Check](),
-		"Control":     reflect.TypeFor[lab.Control](),
-		"Instance":    reflect.TypeFor[lab.Instance](),
-		"ScenarioRef": reflect.TypeFor[lab.ScenarioRef](),
-		"RubricPoint": reflect.TypeFor[lab.RubricPoint](),
+	sim.AddEnum(&s, lab.ExerciseKinds)
+	for _, t := range []reflect.Type{
+		reflect.TypeFor[sim.Phase](),
+		reflect.TypeFor[harness.PhaseRow](),
+		reflect.TypeFor[lab.Check](),
+		reflect.TypeFor[lab.Control](),
+		reflect.TypeFor[lab.Instance](),
+		reflect.TypeFor[lab.ScenarioRef](),
+		reflect.TypeFor[lab.RubricPoint](),
 	} {
-		s.Types[name] = sim.JSONFields(t)
+		s.AddType(t)
+	}
+	for _, m := range []struct {
+		dir, typ string
+		t        reflect.Type
+	}{
+		{"server", "started", reflect.TypeFor[runmsg.Started]()},
+		{"server", "stats", reflect.TypeFor[runmsg.Stats]()},
+		{"server", "truncated", reflect.TypeFor[runmsg.Truncated]()},
+	} {
+		s.AddMessage(m.dir, m.typ, m.t)
 	}
 	return s
 }

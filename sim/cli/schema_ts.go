@@ -30,14 +30,25 @@ func typeScript(s sim.Schema) []byte {
 	for _, n := range names {
 		fmt.Fprintf(&b, "\nexport type %s = %s;\n", n, union(s.Enums[n]))
 	}
+	literal := map[string]string{} // a message's type name → its "type"
+	for _, ms := range s.Messages {
+		for _, m := range ms {
+			literal[m.Of] = m.Type
+		}
+	}
 	types := make([]string, 0, len(s.Types))
 	for n := range s.Types {
 		types = append(types, n)
 	}
 	slices.Sort(types)
 	for _, n := range types {
-		fmt.Fprintf(&b, "\nexport interface %s {\n", n)
+		lit, isMsg := literal[n]
+		fmt.Fprintf(&b, "\nexport interface %s {\n", tsName(n, isMsg))
 		for _, f := range s.Types[n] {
+			if isMsg && f.Name == "type" {
+				fmt.Fprintf(&b, "  type: %q;\n", lit)
+				continue
+			}
 			opt := ""
 			if f.Optional {
 				opt = "?"
@@ -60,6 +71,18 @@ func typeScript(s sim.Schema) []byte {
 			fmt.Fprintf(&b, "  %s%s: %s;%s\n", f.Name, opt, t, comment)
 		}
 		b.WriteString("}\n")
+	}
+	for _, dir := range []string{"client", "server"} {
+		ms := s.Messages[dir]
+		if len(ms) == 0 {
+			continue
+		}
+		names := make([]string, len(ms))
+		for i, m := range ms {
+			names[i] = tsName(m.Of, true)
+		}
+		up := strings.ToUpper(dir[:1]) + dir[1:]
+		fmt.Fprintf(&b, "\n// A message the %s sends (sim/server/PROTOCOL.md), told apart by its type.\nexport type %sMsg = %s;\n", dir, up, strings.Join(names, " | "))
 	}
 	var keys, stats []string
 	for _, p := range s.Phases {
@@ -87,6 +110,15 @@ func typeScript(s sim.Schema) []byte {
 	}
 	b.WriteString("];\n")
 	return b.Bytes()
+}
+
+// tsName is the TypeScript name of schema type n: a message's ends in Msg
+// (ErrorMsg, not Error, which would hide the global one).
+func tsName(n string, isMsg bool) string {
+	if isMsg && !strings.HasSuffix(n, "Msg") {
+		return n + "Msg"
+	}
+	return n
 }
 
 func union(vals []string) string {

@@ -15,6 +15,8 @@ export type Dispatch = "queue" | "round-robin" | "random";
 
 export type ErrorKind = "EADDRNOTAVAIL: connect() found no free local port (errno 99)" | "ECONNRESET: the server closed the kept connection as the request was sent (keep-alive race)" | "ConnectionError: the pool is at pool_max connections" | "a call failed" | "ValueError: curl_share_init_persistent(): Argument #1 ($share_options) must not be empty" | "ValueError: curl_share_init_persistent(): Argument #1 ($share_options) must not contain CURL_LOCK_DATA_COOKIE because sharing cookies across PHP requests is unsafe" | "ValueError: curl_share_init_persistent(): Argument #1 ($share_options) must contain only CURL_LOCK_DATA_* constants" | "TypeError: curl_share_init_persistent(): Argument #1 ($share_options) must contain only int values";
 
+export type ExerciseKind = "number" | "choice" | "explain";
+
 export type Handshake = "full" | "resumed" | "0-rtt";
 
 export type Kind = "call" | "open" | "idle" | "close" | "time_wait" | "time_wait_end" | "port_error" | "request";
@@ -22,6 +24,8 @@ export type Kind = "call" | "open" | "idle" | "close" | "time_wait" | "time_wait
 export type Load = "closed" | "open";
 
 export type Mode = "web" | "cli";
+
+export type ParamKind = "duration" | "int" | "float" | "bool" | "enum" | "ports" | "sets" | "shares";
 
 export type PoolFull = "wait" | "error";
 
@@ -46,7 +50,7 @@ export interface Check {
 
 export interface Control {
   key: string;
-  kind: string;
+  kind: ParamKind;
   enum?: string[];
   min?: string;
   max?: string;
@@ -119,7 +123,7 @@ export interface HopSummary {
 
 export interface Instance {
   id: string;
-  kind: string;
+  kind: ExerciseKind;
   title?: string;
   question: string;
   unit?: string;
@@ -191,11 +195,28 @@ export interface ScenarioRef {
   command: string;
 }
 
+export interface StartedMsg {
+  type: "started";
+  id: string;
+  mode: string;
+  block: string;
+  title: string;
+  variants: VariantName[];
+  params: Record<string, Record<string, string>>;
+}
+
 export interface Stat {
   p50: number;
   p90: number;
   p99: number;
   mean: number;
+}
+
+export interface StatsMsg {
+  type: "stats";
+  id: string;
+  variant: string;
+  summary: Summary | null;
 }
 
 export interface Summary {
@@ -236,6 +257,21 @@ export interface TierSummary {
   work_ms: number; // ms
   queue_ms: Stat; // ms
 }
+
+export interface TruncatedMsg {
+  type: "truncated";
+  id: string;
+  variant: string;
+  sent: number;
+}
+
+export interface VariantName {
+  name: string;
+  label: string;
+}
+
+// A message the server sends (sim/server/PROTOCOL.md), told apart by its type.
+export type ServerMsg = StartedMsg | StatsMsg | TruncatedMsg;
 
 // The JSON key of each phase: a time of an Event.
 export type PhaseJSON = "queue_ms" | "namelookup_ms" | "connect_ms" | "appconnect_ms" | "starttransfer_ms" | "total_ms";
