@@ -31,6 +31,7 @@ import (
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/cli"
 	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/i18n"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/net/html"
@@ -815,37 +816,20 @@ var (
 	listKeyRE   = regexp.MustCompile(`"([a-z0-9_]+)"`)
 )
 
-// The UI strings: the same keys in both languages, every key the templates
-// and the widget use exists, and the widget's keys reach the page.
+// The UI strings (sim/i18n, which checks that both languages have the same
+// keys): every key the templates and the widget use exists, and the
+// widget's keys reach the page.
 func TestUIStrings(t *testing.T) {
-	read := func(lang string) map[string]any {
-		src, err := os.ReadFile(filepath.Join("i18n", lang+".toml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := toml.Unmarshal(src, &m); err != nil {
-			t.Fatalf("i18n/%s.toml: %v", lang, err)
-		}
-		return m
+	en := map[string]bool{}
+	for _, k := range i18n.Keys("en") {
+		en[k] = true
 	}
-	en, ko := read("en"), read("ko")
 	// The real-run caption states the cap on the harness overhead that
 	// the tolerance allows: the harness's, in both languages.
 	cap := strconv.FormatFloat(float64(harness.MaxTare)/1e6, 'f', -1, 64) + " ms"
-	for lang, m := range map[string]map[string]any{"en": en, "ko": ko} {
-		if s, _ := m["w_overhead"].(string); !strings.Contains(s, cap) {
-			t.Errorf("i18n/%s.toml w_overhead %q does not say %s (harness.MaxTare)", lang, s, cap)
-		}
-	}
-	for k := range en {
-		if _, ok := ko[k]; !ok {
-			t.Errorf("i18n: %q is in en.toml but not ko.toml", k)
-		}
-	}
-	for k := range ko {
-		if _, ok := en[k]; !ok {
-			t.Errorf("i18n: %q is in ko.toml but not en.toml", k)
+	for _, lang := range i18n.Langs {
+		if s, _ := i18n.Lookup(lang, "w_overhead"); !strings.Contains(s, cap) {
+			t.Errorf("sim/i18n/%s.toml w_overhead %q does not say %s (harness.MaxTare)", lang, s, cap)
 		}
 	}
 	list, err := os.ReadFile(filepath.Join("layouts", "_partials", "widget-strings.html"))
@@ -859,8 +843,8 @@ func TestUIStrings(t *testing.T) {
 	}
 	for _, m := range listKeyRE.FindAllStringSubmatch(body, -1) {
 		listed[m[1]] = true
-		if _, ok := en[m[1]]; !ok {
-			t.Errorf("widget-strings.html lists %q, which i18n/en.toml lacks", m[1])
+		if !en[m[1]] {
+			t.Errorf("widget-strings.html lists %q, which sim/i18n/en.toml lacks", m[1])
 		}
 	}
 	used := 0
@@ -886,8 +870,8 @@ func TestUIStrings(t *testing.T) {
 		}
 		src, _ := os.ReadFile(path)
 		for _, m := range layoutKeyRE.FindAllStringSubmatch(string(src), -1) {
-			if _, ok := en[m[1]]; !ok {
-				t.Errorf("%s uses T %q, which i18n/en.toml lacks", path, m[1])
+			if !en[m[1]] {
+				t.Errorf("%s uses T %q, which sim/i18n/en.toml lacks", path, m[1])
 			}
 		}
 		return nil

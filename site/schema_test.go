@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/pelletier/go-toml/v2"
+	"github.com/connlab/connlab/sim/i18n"
 )
 
 // schemaTS is the widgets' generated types (sim schema --ts).
@@ -33,18 +33,10 @@ func TestSchemaGenerated(t *testing.T) {
 // legend and tooltips, the home page's figure) in both languages: adding a
 // phase to sim/phase.go needs its words here and nothing else.
 func TestPhaseStrings(t *testing.T) {
-	for _, lang := range []string{"en", "ko"} {
-		src, err := os.ReadFile(filepath.Join("i18n", lang+".toml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var strings map[string]any
-		if err := toml.Unmarshal(src, &strings); err != nil {
-			t.Fatal(err)
-		}
+	for _, lang := range i18n.Langs {
 		for _, p := range sim.Phases() {
-			if _, ok := strings[p.Label]; !ok {
-				t.Errorf("i18n/%s.toml has no %q (phase %s)", lang, p.Label, p.Key)
+			if _, ok := i18n.Lookup(lang, p.Label); !ok {
+				t.Errorf("sim/i18n/%s.toml has no %q (phase %s)", lang, p.Label, p.Key)
 			}
 		}
 	}

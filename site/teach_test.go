@@ -55,11 +55,11 @@ func readGlossary(t testing.TB) *glossary {
 // koreanTexts are the Korean UI strings a page shows besides its own file.
 func koreanTexts(t testing.TB) (string, string) {
 	t.Helper()
-	src, err := os.ReadFile("i18n/ko.toml")
+	src, err := os.ReadFile("../sim/i18n/ko.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "site/i18n/ko.toml", string(src)
+	return "sim/i18n/ko.toml", string(src)
 }
 
 // Every Korean page (front matter, prose, blocks, exercises) and the Korean

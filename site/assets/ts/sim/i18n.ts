@@ -1,5 +1,5 @@
 // UI strings (from the page's #connlab-i18n, written by the base template
-// from site/i18n/*.toml) and number formatting in the page's language.
+// from sim/i18n/*.toml) and number formatting in the page's language.
 
 let strings: Record<string, string> = {};
 
