@@ -864,6 +864,34 @@ func TestUIStrings(t *testing.T) {
 	if used < 50 {
 		t.Errorf("found only %d t(…) calls in assets/ts; the pattern is stale", used)
 	}
+	// The exercise widget's words: exercise-strings.html lists the keys it
+	// reads as ex_KEY and passes as KEY, which exercises.ts's t(…) reads.
+	list, err = os.ReadFile(filepath.Join("layouts", "_partials", "exercise-strings.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ = strings.Cut(string(list), "$keys := slice")
+	body, _, _ = strings.Cut(body, "-}}")
+	exListed := map[string]bool{}
+	for _, m := range listKeyRE.FindAllStringSubmatch(body, -1) {
+		exListed[m[1]] = true
+		if !en["ex_"+m[1]] {
+			t.Errorf("exercise-strings.html lists %q, which sim/i18n/en.toml lacks as ex_%s", m[1], m[1])
+		}
+	}
+	src, err := os.ReadFile(filepath.Join("assets", "ts", "exercises.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exUsed := tsKeyRE.FindAllStringSubmatch(string(src), -1)
+	for _, m := range exUsed {
+		if !exListed[m[1]] {
+			t.Errorf("exercises.ts uses t(%q), which layouts/_partials/exercise-strings.html does not pass to the page", m[1])
+		}
+	}
+	if len(exListed) < 50 || len(exUsed) < 20 {
+		t.Errorf("exercise-strings.html lists %d keys, exercises.ts uses %d: the patterns are stale", len(exListed), len(exUsed))
+	}
 	filepath.WalkDir("layouts", func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
