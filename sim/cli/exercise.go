@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/connlab/connlab/sim/i18n"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/pelletier/go-toml/v2"
 )
@@ -194,55 +195,52 @@ type uiText struct {
 	promptNumber, promptChoice, promptExplain string
 	right, wrong, high, low, hint, noHint     string
 	answerIs, why, seeRun, modelAnswer        string
-	help, skipped, stopped, bad               string
+	help, skipped, stopped                    string
 	keyTitle, keyAnswer, keyScenario, keyRun  string
-	keyChoices, keyCorrect                    string
+	keyCorrect                                string
 	keyPoints, worked                         string
 }
 
-// textsIn returns the terminal's words in lang (en or ko): each row of the
-// table is one message in both languages.
+// textsIn returns the terminal's words in lang (en or ko), read from the UI
+// strings every part of connlab shares (sim/i18n, keys cli_exercise_*).
+// Each row names a message's key and the layout put before it here (an
+// indent, a blank line), which the strings leave out.
 func textsIn(lang string) uiText {
 	var t uiText
 	for _, m := range []struct {
-		to     *string
-		en, ko string
+		to          *string
+		key, layout string
 	}{
-		{&t.intro, "%s — %d exercises (seed %d). Type ? for a hint, show for the answer, skip to move on.", "%s — 연습 문제 %d개 (시드 %d). 힌트는 ?, 정답은 show, 넘어가려면 skip."},
-		{&t.summary, "%d of %d right (%d on the first try).", "%[2]d문제 중 %[1]d문제 정답 (첫 시도에 %[3]d문제)."},
-		{&t.number, "number", "수치"},
-		{&t.choice, "choice", "선택"},
-		{&t.explain, "explain", "서술"},
-		{&t.promptNumber, "your answer%s> ", "예측값%s> "},
-		{&t.promptChoice, "your choice (1-%d)> ", "선택 (1-%d)> "},
-		{&t.promptExplain, "your explanation (one line)> ", "설명 (한 줄)> "},
-		{&t.right, "✓ Right: %s.", "✓ 정답: %s."},
-		{&t.wrong, "✗ Not quite%s.", "✗ 아닙니다%s."},
-		{&t.high, ": your answer is too high", ": 너무 큽니다"},
-		{&t.low, ": your answer is too low", ": 너무 작습니다"},
-		{&t.hint, "  hint: %s", "  힌트: %s"},
-		{&t.noHint, "  (no more hints: type show for the answer)", "  (힌트가 더 없습니다. show를 입력하면 정답이 나옵니다)"},
-		{&t.answerIs, "  The answer: %s", "  정답: %s"},
-		{&t.why, "  Why: %s", "  풀이: %s"},
-		{&t.seeRun, "  See the run: %s", "  실행해 보기: %s"},
-		{&t.modelAnswer, "  A model answer: %s", "  모범 답안: %s"},
-		{&t.help, "  Type an answer, ? for a hint, show for the answer, or skip.", "  답을 입력하거나, ? (힌트), show (정답), skip (건너뛰기)을 입력하세요."},
-		{&t.skipped, "  skipped", "  건너뜀"},
-		{&t.stopped, "\n(stopped: no more input)", "\n(입력이 끝나 멈춤)"},
-		{&t.bad, "  %v", "  %v"},
-		{&t.keyTitle, "Key: %s (%s), seed %d", "정답표: %s (%s), 시드 %d"},
-		{&t.keyAnswer, "answer", "정답"},
-		{&t.keyScenario, "scenario", "시나리오"},
-		{&t.keyRun, "run", "실행"},
-		{&t.keyChoices, "choices", "보기"},
-		{&t.keyCorrect, "← right", "← 정답"},
-		{&t.keyPoints, "  Key points: your explanation names %d of %d (%d needed).", "  요점: 설명이 %[2]d개 중 %[1]d개를 짚었습니다 (%[3]d개 필요)."},
-		{&t.worked, "Worked example, before the next question: %s", "다음 문제 전에 풀어 본 예: %s"},
+		{&t.intro, "cli_exercise_intro", ""},
+		{&t.summary, "cli_exercise_summary", ""},
+		{&t.number, "cli_exercise_number", ""},
+		{&t.choice, "cli_exercise_choice", ""},
+		{&t.explain, "cli_exercise_explain", ""},
+		{&t.promptNumber, "cli_exercise_prompt_number", ""},
+		{&t.promptChoice, "cli_exercise_prompt_choice", ""},
+		{&t.promptExplain, "cli_exercise_prompt_explain", ""},
+		{&t.right, "cli_exercise_right", ""},
+		{&t.wrong, "cli_exercise_wrong", ""},
+		{&t.high, "cli_exercise_too_high", ""},
+		{&t.low, "cli_exercise_too_low", ""},
+		{&t.hint, "cli_exercise_hint", "  "},
+		{&t.noHint, "cli_exercise_no_hint", "  "},
+		{&t.answerIs, "cli_exercise_answer_is", "  "},
+		{&t.why, "cli_exercise_why", "  "},
+		{&t.seeRun, "cli_exercise_see_run", "  "},
+		{&t.modelAnswer, "cli_exercise_model_answer", "  "},
+		{&t.help, "cli_exercise_help", "  "},
+		{&t.skipped, "cli_exercise_skipped", "  "},
+		{&t.stopped, "cli_exercise_stopped", "\n"},
+		{&t.keyTitle, "cli_exercise_key_title", ""},
+		{&t.keyAnswer, "cli_exercise_key_answer", ""},
+		{&t.keyScenario, "cli_exercise_key_scenario", ""},
+		{&t.keyRun, "cli_exercise_key_run", ""},
+		{&t.keyCorrect, "cli_exercise_key_correct", ""},
+		{&t.keyPoints, "cli_exercise_key_points", "  "},
+		{&t.worked, "cli_exercise_worked", ""},
 	} {
-		*m.to = m.en
-		if lang == "ko" {
-			*m.to = m.ko
-		}
+		*m.to = m.layout + i18n.Text(lang, m.key)
 	}
 	return t
 }
@@ -384,7 +382,7 @@ func (q *quiz) ask(i, n int, in *lab.Instance) bool {
 		}
 		v, err := in.Check(line)
 		if err != nil {
-			fmt.Fprintf(w, t.bad+"\n", err)
+			fmt.Fprintf(w, "  %v\n", err)
 			continue
 		}
 		if in.Kind == "explain" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -279,17 +280,46 @@ func TestExerciseInterrupted(t *testing.T) {
 }
 
 // Every message of the terminal has its words in both languages: a field
-// added to uiText without a row in textsIn's table would print nothing.
+// added to uiText without a row in textsIn's table, or a row whose key
+// sim/i18n lacks, would print nothing (or only its indent).
 func TestTextsInBothLanguages(t *testing.T) {
 	for _, lang := range []string{"en", "ko"} {
 		v := reflect.ValueOf(textsIn(lang))
 		for i := 0; i < v.NumField(); i++ {
-			if v.Field(i).String() == "" {
+			if strings.TrimSpace(v.Field(i).String()) == "" {
 				t.Errorf("%s: uiText.%s has no text", lang, v.Type().Field(i).Name)
 			}
 		}
 	}
 	if en, ko := textsIn("en"), textsIn("ko"); en.intro == ko.intro || en.keyTitle == ko.keyTitle {
 		t.Error("the Korean texts are the English ones")
+	}
+}
+
+// fmtVerb is one of fmt's verbs, possibly with an argument index (%[2]d).
+var fmtVerb = regexp.MustCompile(`%(?:\[\d+\])?[a-z%]`)
+
+// A translation formats the same arguments as the English message: Korean
+// may reorder them (%[2]d), but a verb too many or too few, or of another
+// type, would print %!d(MISSING) or %!d(string=…).
+func TestTextsFormatTheSameArguments(t *testing.T) {
+	en, ko := reflect.ValueOf(textsIn("en")), reflect.ValueOf(textsIn("ko"))
+	for i := 0; i < en.NumField(); i++ {
+		e, k := en.Field(i).String(), ko.Field(i).String()
+		var args []any
+		for _, v := range fmtVerb.FindAllString(e, -1) {
+			switch v[len(v)-1] {
+			case 'd':
+				args = append(args, len(args)+1)
+			case '%':
+			default:
+				args = append(args, fmt.Sprintf("arg%d", len(args)+1))
+			}
+		}
+		for lang, s := range map[string]string{"en": e, "ko": k} {
+			if out := fmt.Sprintf(s, args...); strings.Contains(out, "%!") {
+				t.Errorf("%s: uiText.%s %q with the English message's arguments: %q", lang, en.Type().Field(i).Name, s, out)
+			}
+		}
 	}
 }
