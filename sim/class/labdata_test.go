@@ -212,12 +212,15 @@ func TestLabDataHidden(t *testing.T) {
 // own answers, and the key a seed gives with the lab's file.
 func TestTeacherNoticeBuiltKey(t *testing.T) {
 	cs, _, mux, _ := lanClass(t, Options{Seed: 7})
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/class/teacher?token="+cs.Token(), nil))
-	page := rec.Body.String()
-	for _, want := range []string{`<span data-t="builtkey">`, "the built pages' source holds the answers", "빌드된 페이지의 소스에는", "sim exercise --key"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("the teacher's page lacks %q", want)
+	// The page carries the words of its language only (?lang=ko).
+	for lang, words := range map[string]string{"en": "the built pages' source holds the answers", "ko": "빌드된 페이지의 소스에는"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", "/class/teacher?token="+cs.Token()+"&lang="+lang, nil))
+		page := rec.Body.String()
+		for _, want := range []string{`<span data-t="builtkey">`, words, "sim exercise --key"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the teacher's page (%s) lacks %q", lang, want)
+			}
 		}
 	}
 }

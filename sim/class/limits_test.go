@@ -314,17 +314,19 @@ func TestHiddenAnswers(t *testing.T) {
 		if strings.Contains(string(body), "sim run") || strings.Contains(string(body), "--set") {
 			t.Errorf("a command in the hidden exercises: %s", body)
 		}
-		resp, err = http.Get(hs.URL + "/class/teacher?token=teacher-secret")
-		if err != nil {
-			t.Fatal(err)
-		}
-		page, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(page), "Hidden means not shown, not secret") || !strings.Contains(string(page), "숨김은 보이지 않는다는 뜻이지 비밀") {
-			t.Errorf("seed %d: the teacher's page does not say that answers can be computed", seed)
-		}
-		if got := strings.Contains(string(page), `<span data-t="seedzero">`); got != (seed == 0) {
-			t.Errorf("seed %d: the seed-0 notice shown %v", seed, got)
+		for lang, words := range map[string]string{"en": "Hidden means not shown, not secret", "ko": "숨김은 보이지 않는다는 뜻이지 비밀"} {
+			resp, err = http.Get(hs.URL + "/class/teacher?token=teacher-secret&lang=" + lang)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(page), words) {
+				t.Errorf("seed %d: the teacher's page (%s) does not say that answers can be computed", seed, lang)
+			}
+			if got := strings.Contains(string(page), `<span data-t="seedzero">`); got != (seed == 0) {
+				t.Errorf("seed %d: the seed-0 notice shown %v", seed, got)
+			}
 		}
 	}
 }

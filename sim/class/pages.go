@@ -3,8 +3,11 @@ package class
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
+
+	"github.com/connlab/connlab/sim/i18n"
 )
 
 // The class's pages: the students' landing page (/class/), where the join
@@ -39,10 +42,24 @@ var teacherHTML string
 //go:embed landing.html
 var landingHTML string
 
+// The pages' words are sim/i18n's, the landing page's (class_landing_) read
+// with t LANG KEY, the teacher's page's (class_teacher_) handed to its
+// script whole, as T in the page's language.
 var (
 	teacherTmpl = template.Must(template.New("teacher").Parse(teacherHTML))
-	landingTmpl = template.Must(template.New("landing").Parse(landingHTML))
+	landingTmpl = template.Must(template.New("landing").Funcs(template.FuncMap{"t": pageText}).Parse(landingHTML))
 )
+
+// pageText is a string of sim/i18n in lang. A key missing there fails the
+// page's rendering (its tests render every state) rather than showing
+// nothing or the other language.
+func pageText(lang, key string) (string, error) {
+	s, ok := i18n.Lookup(lang, key)
+	if !ok {
+		return "", fmt.Errorf("sim/i18n/%s.toml has no %q", lang, key)
+	}
+	return s, nil
+}
 
 func (s *Server) serveTeacher(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
@@ -56,7 +73,8 @@ func (s *Server) serveTeacher(w http.ResponseWriter, r *http.Request) {
 		lang = "en"
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	teacherTmpl.Execute(w, map[string]any{"Token": s.token, "Lang": lang, "SeedZero": s.opt.Seed == 0 && !s.opt.PerStudent})
+	teacherTmpl.Execute(w, map[string]any{"Token": s.token, "Lang": lang, "T": i18n.Prefixed(lang, "class_teacher_"),
+		"SeedZero": s.opt.Seed == 0 && !s.opt.PerStudent})
 }
 
 // serveLanding shows the labs and the join code's state. A ?code= (typed
