@@ -3,10 +3,21 @@
 // populations (cold calls that connect, warm calls on a kept connection)
 // show as two steps.
 import { INK3, VARIANT, Width, el, setup, xAxis, yAxis } from "./canvas";
+import type { BlockChartKind, Tip } from "./chart";
 import type { VariantData } from "./store";
 import { t, ms } from "./i18n";
 
 const H = 190;
+
+// cdfChart is the distribution under the panes, every variant on it.
+export const cdfChart: BlockChartKind = {
+  make({ tip }) {
+    const cdf = new CDF(tip);
+    const box = el("div", "sim-box");
+    box.append(el("p", "sim-section", t("w_latency")), cdf.root);
+    return { nodes: [box], render: (f) => cdf.render(f.vs) };
+  },
+};
 
 export class CDF {
   root = el("div", "sim-cdf");
@@ -15,7 +26,7 @@ export class CDF {
   private width: Width;
   private last: VariantData[] = [];
 
-  constructor(private tip: (html: string | null, ev?: MouseEvent) => void) {
+  constructor(private tip: Tip) {
     this.canvas.setAttribute("role", "img");
     this.canvas.setAttribute("aria-label", t("w_latency"));
     this.root.append(this.canvas);

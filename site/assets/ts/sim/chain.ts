@@ -5,6 +5,7 @@
 // their hop (1: the load to the first tier). A real run of the stack
 // streams no per-call events: its totals come from the summary instead.
 import { ERROR, el } from "./canvas";
+import type { PaneChartKind } from "./chart";
 import { PHASES } from "./schema.gen";
 import { int, ms, t } from "./i18n";
 import type { Event as Ev, Summary } from "./types";
@@ -21,6 +22,23 @@ interface ReqCall { hop: number; call: number; start: number; dns: number; conne
 // The request the waterfall shows: one after the users' first round, so
 // that kept connections show as kept (the first request, in a run of fewer).
 const SHOWN_REQUEST = 30;
+
+// chainChart is the chain view at the top of each pane of a block with
+// tiers (the build-time run's summary names them); none for one hop.
+export const chainChart: PaneChartKind = {
+  make({ data, variant }) {
+    const tiers = chainOf(data.results?.variants?.find((x) => x.name === variant.name)?.summary);
+    if (!tiers) return null;
+    const chain = new ChainView(tiers);
+    return {
+      nodes: [chain.root],
+      render: () => chain.render(),
+      reset: () => chain.reset(),
+      add: (e) => chain.add(e),
+      done: (d) => chain.fromSummary(d.summary),
+    };
+  },
+};
 
 export class ChainView {
   readonly root = el("div", "sim-chain");

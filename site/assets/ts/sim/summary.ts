@@ -2,9 +2,29 @@
 // run each cell is the measurement with the model's prediction and the
 // error beside it. Below it, the expectations the page's text states.
 import { el } from "./canvas";
+import type { BlockChartKind } from "./chart";
 import type { VariantData } from "./store";
 import type { Check, PhaseRow, Summary } from "./types";
 import { t, metric, num } from "./i18n";
+
+// summaryChart is the summary table and the expectations, beside the
+// distribution; redrawn only when a summary or the checks changed.
+export const summaryChart: BlockChartKind = {
+  make() {
+    const summary = el("div", "sim-summary");
+    const checks = el("div", "sim-checks-box");
+    const box = el("div", "sim-box");
+    box.append(el("p", "sim-section", t("w_summary")), summary, checks);
+    return {
+      nodes: [box],
+      render(f) {
+        if (!f.changed) return;
+        renderSummary(summary, f.vs, f.real, "");
+        renderChecks(checks, f.checks);
+      },
+    };
+  },
+};
 
 interface Row { key: string; label: string; always?: boolean }
 

@@ -4,6 +4,7 @@
 // show, it draws how many sockets are open and in TIME_WAIT over time
 // against the local port range instead: the port-exhaustion gauge.
 import { ERROR, INK3, GRID, Width, el, setHeight, hatch, rowsTitle, setup, xAxis, yAxis } from "./canvas";
+import type { PaneChartKind, Tip } from "./chart";
 import type { Sock, VariantData } from "./store";
 import type { Sample } from "./types";
 import { t, ms, int } from "./i18n";
@@ -23,6 +24,35 @@ const MAX_ROWS = 150; // sockets drawn one per row; above, the gauge
 const MAX_VIEW = 240;
 const AXIS_H = 48;
 
+// timelineChart is the connection timeline in each variant's pane, under
+// its waterfall. Every pane spans the same rows and the same run time.
+export const timelineChart: PaneChartKind = {
+  make({ data, tip }) {
+    const tl = new Timeline(tip, data.port_count);
+    return {
+      nodes: [el("p", "sim-sub", t("w_connections")), tl.root],
+      render(d, f) {
+        let rows = 0;
+        let gauge = 0;
+        for (const v of f.vs) {
+          rows = Math.max(rows, v.callEnd, v.sockEnd);
+          gauge = Math.max(gauge, v.tEnd, v.series && v.series.length ? v.series[v.series.length - 1].t_s * 1000 : 0);
+        }
+        tl.render(d, (rows || 1) * 1.04, gauge || 1);
+      },
+    };
+  },
+  legend: () => [
+    { color: SOCK.busy, label: t("st_busy") },
+    { color: SOCK.idle, label: t("st_idle") },
+    { color: SOCK.client, label: t("st_close_client") },
+    { color: SOCK.server, label: t("st_close_server") },
+    { color: SOCK.tw, label: t("st_time_wait"), cls: "hatch" },
+    { color: SOCK.twServer, label: t("st_time_wait_server"), cls: "hatch" },
+    { color: SOCK.portError, label: t("st_port_error") },
+  ],
+};
+
 export class Timeline {
   root = el("div", "sim-tl");
   private scroll = el("div", "sim-tl-scroll");
@@ -36,7 +66,7 @@ export class Timeline {
   private left = 44;
   private width: Width;
 
-  constructor(private tip: (html: string | null, ev?: MouseEvent) => void, private portRange: number) {
+  constructor(private tip: Tip, private portRange: number) {
     this.canvas.setAttribute("role", "img");
     this.scroll.append(this.canvas, this.spacer);
     this.root.append(this.scroll, this.axis);

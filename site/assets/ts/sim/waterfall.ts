@@ -5,6 +5,7 @@
 // connect, TLS), so it is visibly short.
 // Rows are drawn on a canvas, only those in view, so 20,000 rows scroll.
 import { ERROR, INK, INK3, Width, el, setHeight, rowsTitle, setup, xAxis } from "./canvas";
+import type { PaneChartKind, Tip } from "./chart";
 import { PHASES } from "./schema.gen";
 import type { Call, VariantData } from "./store";
 import { t, ms, int } from "./i18n";
@@ -18,6 +19,24 @@ export function rowHeight(n: number): number {
   return n <= 16 ? 20 : n <= 40 ? 14 : n <= 120 ? 6 : 3;
 }
 
+// waterfallChart is the waterfall in each variant's pane, under its title.
+// Every pane spans the same time: the longest run's (with Align, the
+// longest call's).
+export const waterfallChart: PaneChartKind = {
+  make({ tip }) {
+    const wf = new Waterfall(tip);
+    return {
+      nodes: [el("p", "sim-sub", t("w_waterfall")), wf.root],
+      render(d, f) {
+        let hi = 0;
+        for (const v of f.vs) hi = Math.max(hi, f.aligned ? v.maxTotal : v.callEnd);
+        wf.render(d, { lo: 0, hi: (hi || 1) * 1.02, aligned: f.aligned });
+      },
+    };
+  },
+  legend: () => [...PHASES.map((p) => ({ color: p.color, label: t(p.label) })), { color: ERROR, label: t("w_error_calls") }],
+};
+
 export class Waterfall {
   root = el("div", "sim-wf");
   private scroll = el("div", "sim-wf-scroll");
@@ -30,7 +49,7 @@ export class Waterfall {
   private gutter = 64;
   private width: Width;
 
-  constructor(private tip: (html: string | null, ev?: MouseEvent) => void) {
+  constructor(private tip: Tip) {
     this.canvas.setAttribute("role", "img");
     this.scroll.append(this.canvas, this.spacer);
     this.root.append(this.scroll, this.axis);
