@@ -49,7 +49,7 @@ func BenchmarkModelWasmSize(b *testing.B) {
 }
 
 // firstResultMarks are the page's steps to its first model result, as
-// marks in its performance timeline (model/client.ts, sim/widget.ts).
+// marks in its performance timeline (model/client.ts, sim/run.ts).
 var firstResultMarks = []string{"connlab:start", "connlab:widgets", "connlab:probed", "connlab:model-load", "connlab:model-worker", "connlab:model-compiled", "connlab:model-ready", "connlab:lab-ready", "connlab:first-result"}
 
 func BenchmarkModelFirstResult(b *testing.B) {
