@@ -80,6 +80,8 @@ export class Panes {
         root.append(...c.nodes);
         charts.push(c);
       }
+      // A row of the panes' grid per child (sim.css), however many charts.
+      root.style.setProperty("--rows", String(root.childElementCount));
       return { d, root, charts };
     });
     this.panesEl.replaceChildren(...this.panes.map((p) => p.root));
