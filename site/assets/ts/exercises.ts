@@ -19,37 +19,7 @@
 import { host, model } from "./model/client";
 import { parseNumber } from "./sim/helpers";
 import { keep, loadKept } from "./kept";
-
-interface Scenario {
-  lab?: string;
-  block: string;
-  variant?: string;
-  set: Record<string, string>;
-  command?: string;
-}
-
-interface Instance {
-  id: string;
-  kind: "number" | "choice" | "explain";
-  title?: string;
-  question: string;
-  unit?: string;
-  choices?: string[];
-  answer: number | string | null;
-  correct?: number;
-  tolerance: number | null;
-  tolerance_text?: string;
-  answer_text?: string;
-  hints: string[];
-  explain?: string;
-  scenario?: Scenario | null;
-  seed?: number;
-  rubric?: RubricPoint[]; // explain: the key points, shown after
-  pass?: number; // how many of them an answer must name
-  worked?: string; // a worked example before the question
-}
-
-interface RubricPoint { point: string; any: string[] }
+import type { Instance, RubricPoint } from "./sim/schema.gen";
 
 interface PageData extends Instance {
   lab: string;
@@ -154,7 +124,7 @@ const saveOne = (key: string, p: Progress | null) => keep(STORE, key, p);
 class Exercise {
   readonly id: string;
   readonly lab: string;
-  readonly kind: Instance["kind"];
+  readonly kind: string; // "number", "choice" or "explain"
   inst: Instance;
   hidden = false; // class mode: the answer comes with the teacher's reveal
   classSend: ((x: Exercise, value: string) => void) | null = null;
