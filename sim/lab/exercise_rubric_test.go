@@ -10,8 +10,9 @@ import (
 )
 
 // rubricCases are the cases a rubric matcher must agree on, in
-// testdata/rubric.json: the page's twin (site/assets/ts/exercises.ts) is
-// held to the same file by the site's browser test.
+// testdata/rubric.json: the page's twin
+// (site/assets/ts/exercise/rubric.ts) is held to the same file by the
+// site's browser test.
 func rubricCases(t *testing.T) []struct {
 	Answer string `json:"answer"`
 	Phrase string `json:"phrase"`
