@@ -26,7 +26,7 @@ type Phase struct {
 	SummaryField string `json:"summary_field,omitempty"` // the Summary field ("" for queue: the summary has none)
 	Setup        bool   `json:"setup,omitempty"`         // part of opening a connection: zero on a call that reuses one, as curl reports it
 	Segment      string `json:"segment"`                 // the waterfall segment that ends at this time: "dns"
-	Label        string `json:"label"`                   // the segment's UI string key (site/i18n): "ph_dns"
+	Label        string `json:"label"`                   // the segment's UI string key (sim/i18n): "ph_dns"
 	Color        string `json:"color"`                   // the segment's colour, as CSS: "#0d9aa8"
 
 	// Offsets of the fields in Event and Summary (statOff: when
