@@ -14,6 +14,7 @@ import (
 	"github.com/connlab/connlab/sim/harness/netem"
 	"github.com/connlab/connlab/sim/harness/stack"
 	"github.com/connlab/connlab/sim/harness/wire"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -130,25 +131,10 @@ const (
 	PhaseReused  = "total, reused"
 )
 
-// PhaseRow sets one phase's measured median against the model's.
-type PhaseRow struct {
-	// Phase is one of curl's five (namelookup, connect, appconnect,
-	// starttransfer, total), or "total, new conn" / "total, reused": the
-	// total of the calls that opened a connection / ran on a kept one.
-	Phase         string  `json:"phase"`
-	ModelMS       float64 `json:"model_ms"`
-	MeasuredMS    float64 `json:"measured_ms"` // median
-	MeasuredP90MS float64 `json:"measured_p90_ms"`
-	ErrorPct      float64 `json:"error_pct"` // (measured - model) / model; 0 when the model says 0
-	ToleranceMS   float64 `json:"tolerance_ms"`
-	OK            bool    `json:"ok"`
-	// Note says why a row is shown but not held to the tolerance (OK is
-	// then true and ToleranceMS 0).
-	Note string `json:"note,omitempty"`
-	// OneCallMS is the part of ToleranceMS that is one call's own
-	// variation (Tolerance.OneCall): the median is one or two calls.
-	OneCallMS float64 `json:"one_call_ms,omitempty"`
-}
+// PhaseRow sets one phase's measured median against the model's. It is
+// declared in runsvc, whose done message carries it to the page, so that
+// the page's model need not link the harness.
+type PhaseRow = runsvc.PhaseRow
 
 // MixedNote marks the median of a phase over about as many calls on new
 // connections as on kept ones: it falls in the gap between the two groups,

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/connlab/connlab/sim/internal/runsvc"
 )
 
 // FuzzMessage feeds a page's message to the decoder and, for a run, to
@@ -38,7 +40,7 @@ func FuzzMessage(f *testing.F) {
 		if reply == nil {
 			return
 		}
-		var e outError
+		var e runsvc.Error
 		if err := json.Unmarshal(reply, &e); err != nil || e.Type != "error" {
 			t.Fatalf("reply %q: %v", reply, err)
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/web"
 )
 
@@ -87,7 +88,7 @@ func (h *hub) schedule() {
 	for i, j := range h.waiting {
 		if j.pos != i+1 {
 			j.pos = i + 1
-			j.c.send(encode(outQueued{Type: "queued", ID: j.id, Position: j.pos}))
+			j.c.send(encode(runsvc.Queued{Type: "queued", ID: j.id, Position: j.pos}))
 		}
 	}
 }

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// The messages of PROTOCOL.md. Client messages are decoded into inMsg;
-// server messages are encoded from the out* types, except event batches,
-// which the stream builds byte by byte (see stream.go).
+// The messages of PROTOCOL.md are declared in runsvc. Client messages are
+// decoded into inMsg; server messages are encoded from runsvc's types,
+// except event batches, which the stream builds byte by byte (see
+// stream.go).
 
 // inMsg is any client message; Type says which fields matter.
 type inMsg struct {
@@ -31,55 +32,7 @@ type inMsg struct {
 	Seed     *uint64                    `json:"seed"`
 }
 
-type outError struct {
-	Type    string `json:"type"` // "error"
-	ID      string `json:"id"`
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-type outQueued struct {
-	Type     string `json:"type"` // "queued"
-	ID       string `json:"id"`
-	Position int    `json:"position"`
-}
-
-// doneVariant is one variant of a done message. Model and Compare are only
-// set for real runs.
-type doneVariant struct {
-	Name    string             `json:"name"`
-	Label   string             `json:"label"`
-	Summary *sim.Summary       `json:"summary"`
-	Error   string             `json:"error"`
-	Model   *sim.Summary       `json:"model,omitempty"`
-	Compare []harness.PhaseRow `json:"compare,omitempty"`
-	// HarnessOverheadMS: what the harness adds to a reused call at the
-	// variant's RTT (harness.Tare), part of the comparison's tolerance
-	// once for each round trip of a phase.
-	HarnessOverheadMS float64 `json:"harness_overhead_ms,omitempty"`
-	// Verdict of a real run's comparison (harness.PhaseVerdict): agree,
-	// disagree or inconclusive, with Why; BusyCPUs is how many CPUs other
-	// programs used on average during the run when the machine was busy.
-	Verdict  string  `json:"verdict,omitempty"`
-	Why      string  `json:"why,omitempty"`
-	BusyCPUs float64 `json:"busy_cpus,omitempty"`
-	// A real run's: the software that ran (runtime.name), what its
-	// probing script printed (checks), and for a variant the model rejects
-	// the model's words (model_error) beside the real software's (error).
-	Runtime    map[string]string `json:"runtime,omitempty"`
-	Checks     map[string]string `json:"checks,omitempty"`
-	ModelError string            `json:"model_error,omitempty"`
-}
-
-type outDone struct {
-	Type      string        `json:"type"` // "done"
-	ID        string        `json:"id"`
-	Variants  []doneVariant `json:"variants"`
-	Checks    []lab.Check   `json:"checks"`
-	ElapsedMS float64       `json:"elapsed_ms"`
-}
-
-// encode marshals a server message. The out* types cannot fail to encode;
+// encode marshals a server message. runsvc's types cannot fail to encode;
 // a failure would be a bug, reported as an error message.
 func encode(v any) []byte {
 	b, err := json.Marshal(v)
@@ -103,7 +56,7 @@ func errorMsg(id, field, msg string) []byte {
 	if len(id) > maxID {
 		id = ""
 	}
-	b, _ := json.Marshal(outError{Type: "error", ID: id, Field: lab.Clip(field, maxField), Message: lab.Clip(msg, maxMessage)})
+	b, _ := json.Marshal(runsvc.Error{Type: "error", ID: id, Field: lab.Clip(field, maxField), Message: lab.Clip(msg, maxMessage)})
 	return b
 }
 

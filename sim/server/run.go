@@ -13,7 +13,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
-	"github.com/connlab/connlab/sim/internal/runmsg"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -251,9 +251,9 @@ func (r *run) fail(err error) {
 }
 
 func (r *run) startedMsg() []byte {
-	m := runmsg.Started{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
+	m := runsvc.Started{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
 	for _, v := range r.sub.Variants {
-		m.Variants = append(m.Variants, runmsg.VariantName{Name: v.Name, Label: v.Label})
+		m.Variants = append(m.Variants, runsvc.VariantName{Name: v.Name, Label: v.Label})
 		s, _ := r.sub.Scenario(v, r.set)
 		p := map[string]string{}
 		for _, key := range sim.Keys() {
@@ -317,7 +317,7 @@ func (r *run) execModel() error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			if err := st.reply(encode(runmsg.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})); err != nil {
+			if err := st.reply(encode(runsvc.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})); err != nil {
 				return r.stopped(ctx, err)
 			}
 		}
@@ -349,10 +349,10 @@ func (r *run) stopped(ctx context.Context, err error) error {
 	return err
 }
 
-func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) outDone {
-	d := outDone{Type: "done", ID: r.id, Checks: checks, ElapsedMS: float64(time.Since(r.started).Microseconds()) / 1000}
+func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) runsvc.Done {
+	d := runsvc.Done{Type: "done", ID: r.id, Checks: checks, ElapsedMS: float64(time.Since(r.started).Microseconds()) / 1000}
 	for _, v := range res.Variants {
-		dv := doneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error, Runtime: v.Runtime, Checks: v.Checks}
+		dv := runsvc.DoneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error, Runtime: v.Runtime, Checks: v.Checks}
 		if model != nil {
 			for _, mv := range model.Variants {
 				if mv.Name == v.Name && mv.Summary != nil {
@@ -369,7 +369,7 @@ func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) outDone {
 		d.Variants = append(d.Variants, dv)
 	}
 	if d.Variants == nil {
-		d.Variants = []doneVariant{}
+		d.Variants = []runsvc.DoneVariant{}
 	}
 	return d
 }

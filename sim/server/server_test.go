@@ -22,6 +22,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/harness"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/gorilla/websocket"
 )
@@ -44,7 +45,7 @@ type msg struct {
 	Summary   *sim.Summary                 `json:"summary"`
 	Sent      int                          `json:"sent"`
 	Count     int                          `json:"count"`
-	Variants  []doneVariant                `json:"variants"`
+	Variants  []runsvc.DoneVariant         `json:"variants"`
 	Params    map[string]map[string]string `json:"params"`
 	Checks    []lab.Check                  `json:"checks"`
 	ElapsedMS float64                      `json:"elapsed_ms"`

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/internal/runmsg"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/web"
 )
 
@@ -84,7 +84,7 @@ func (st *stream) add(variant string, e *sim.Event) {
 		if !st.cut[variant] {
 			st.cut[variant] = true
 			st.flushLocked()
-			st.c.send(encode(runmsg.Truncated{Type: "truncated", ID: st.id, Variant: variant, Sent: st.sent[variant]}))
+			st.c.send(encode(runsvc.Truncated{Type: "truncated", ID: st.id, Variant: variant, Sent: st.sent[variant]}))
 		}
 		return
 	}
@@ -213,6 +213,6 @@ func (st *stream) sendStats() {
 		}
 		st.changed[v] = false
 		sum := st.cols[v].Summary()
-		st.c.send(encode(runmsg.Stats{Type: "stats", ID: st.id, Variant: v, Summary: &sum}))
+		st.c.send(encode(runsvc.Stats{Type: "stats", ID: st.id, Variant: v, Summary: &sum}))
 	}
 }

@@ -5,25 +5,13 @@ import (
 
 	"github.com/connlab/connlab/sim/internal/msgf"
 
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 )
 
 // MaxSeed is the largest exercise seed: what a browser's number holds
 // exactly (class.MaxSeed; a test holds them equal).
 const MaxSeed = 1<<53 - 1
-
-// outExercises is a lab's exercises for a seed: the fields of GET
-// /exercise/api's answer (class.APIResponse), with the request's id.
-type outExercises struct {
-	Type      string          `json:"type"` // "exercises"
-	ID        string          `json:"id"`
-	Lab       string          `json:"lab"`
-	Title     string          `json:"title"`
-	Lang      string          `json:"lang"`
-	Seed      uint64          `json:"seed"`
-	Hidden    bool            `json:"hidden"`
-	Exercises []*lab.Instance `json:"exercises"`
-}
 
 // exercises answers a lab's exercises in a language for a seed: the
 // student's numbers, and the model's answers to check them against.
@@ -63,7 +51,7 @@ func (s *Session) exercises(m *inMsg) {
 		return
 	}
 	defer s.release()
-	out := outExercises{Type: "exercises", ID: m.ID, Lab: m.Lab, Title: l.Title, Lang: lang, Seed: seed, Exercises: []*lab.Instance{}}
+	out := runsvc.Exercises{Type: "exercises", ID: m.ID, Lab: m.Lab, Title: l.Title, Lang: lang, Seed: seed, Exercises: []*lab.Instance{}}
 	for _, x := range xs {
 		in, err := x.InstanceCached(context.Background(), seed, s.cache)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/internal/runmsg"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -21,21 +21,6 @@ type runReq struct {
 	set     []lab.Setting
 	seed    uint64
 	checked bool // the block as written: check its expectations
-}
-
-type doneVariant struct {
-	Name    string       `json:"name"`
-	Label   string       `json:"label"`
-	Summary *sim.Summary `json:"summary"`
-	Error   string       `json:"error"`
-}
-
-type outDone struct {
-	Type      string        `json:"type"` // "done"
-	ID        string        `json:"id"`
-	Variants  []doneVariant `json:"variants"`
-	Checks    []lab.Check   `json:"checks"`
-	ElapsedMS float64       `json:"elapsed_ms"`
 }
 
 // run checks a run request, waits for the session's turn and runs it. Every
@@ -90,9 +75,9 @@ func (s *Session) run(m *inMsg) {
 // written.
 func (s *Session) exec(ctx context.Context, r *runReq) error {
 	start := time.Now()
-	st := runmsg.Started{Type: "started", ID: r.id, Mode: "model", Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
+	st := runsvc.Started{Type: "started", ID: r.id, Mode: "model", Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
 	for _, v := range r.sub.Variants {
-		st.Variants = append(st.Variants, runmsg.VariantName{Name: v.Name, Label: v.Label})
+		st.Variants = append(st.Variants, runsvc.VariantName{Name: v.Name, Label: v.Label})
 		sc, _ := r.sub.Scenario(v, r.set)
 		p := map[string]string{}
 		for _, key := range sim.Keys() {
@@ -120,7 +105,7 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			s.send(runmsg.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})
+			s.send(runsvc.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})
 		}
 	}
 	checks := []lab.Check{}
@@ -130,9 +115,9 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 			return err
 		}
 	}
-	d := outDone{Type: "done", ID: r.id, Variants: []doneVariant{}, Checks: checks, ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}
+	d := runsvc.Done{Type: "done", ID: r.id, Variants: []runsvc.DoneVariant{}, Checks: checks, ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}
 	for _, v := range res.Variants {
-		d.Variants = append(d.Variants, doneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error})
+		d.Variants = append(d.Variants, runsvc.DoneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error})
 	}
 	s.send(d)
 	return nil
@@ -185,7 +170,7 @@ func (b *batcher) add(e *sim.Event) {
 		if !b.cut {
 			b.cut = true
 			b.flush()
-			b.s.send(runmsg.Truncated{Type: "truncated", ID: b.id, Variant: b.variant, Sent: b.sent})
+			b.s.send(runsvc.Truncated{Type: "truncated", ID: b.id, Variant: b.variant, Sent: b.sent})
 		}
 		return
 	}

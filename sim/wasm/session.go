@@ -24,6 +24,7 @@ import (
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/jsonlite"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -82,15 +83,8 @@ type inMsg struct {
 	Text string `json:"text"`
 }
 
-type outError struct {
-	Type    string `json:"type"` // "error"
-	ID      string `json:"id"`
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
 func (s *Session) fail(id, field, msg string) {
-	b, _ := jsonlite.Marshal(outError{Type: "error", ID: id, Field: field, Message: msg})
+	b, _ := jsonlite.Marshal(runsvc.Error{Type: "error", ID: id, Field: field, Message: msg})
 	s.Post(b)
 }
 
@@ -175,13 +169,7 @@ func (s *Session) loadLab(m *inMsg) {
 	s.mu.Lock()
 	s.labs[labKey(m.Lab, m.Lang)] = l
 	s.mu.Unlock()
-	s.send(struct {
-		Type   string `json:"type"`
-		ID     string `json:"id"`
-		Lab    string `json:"lab"`
-		Lang   string `json:"lang"`
-		Blocks int    `json:"blocks"`
-	}{"lab", m.ID, m.Lab, m.Lang, len(l.Blocks)})
+	s.send(runsvc.LabLoaded{Type: "lab", ID: m.ID, Lab: m.Lab, Lang: m.Lang, Blocks: len(l.Blocks)})
 }
 
 func (s *Session) lookup(name, lang string) (*lab.Lab, error) {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/connlab/connlab/sim/class"
 	"github.com/connlab/connlab/sim/cli"
-	"github.com/connlab/connlab/sim/internal/runmsg"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/server"
 	"github.com/connlab/connlab/sim/web"
@@ -261,7 +261,7 @@ func TestRefusalsAndStream(t *testing.T) {
 		{map[string]any{"type": "nope", "id": "a"}, "type", "nope"},
 	} {
 		out := s.handle(t, c.msg)
-		var e outError
+		var e runsvc.Error
 		if len(out) != 1 || json.Unmarshal(out[0], &e) != nil || e.Type != "error" || e.Field != c.field || !strings.Contains(e.Message, c.says) {
 			t.Errorf("%v: got %s, want an error on %q saying %q", c.msg, out, c.field, c.says)
 		}
@@ -284,7 +284,7 @@ func TestRefusalsAndStream(t *testing.T) {
 	if msgType(out[0]) != "started" || msgType(out[len(out)-1]) != "done" {
 		t.Errorf("replies from %s to %s, want started … done", msgType(out[0]), msgType(out[len(out)-1]))
 	}
-	var started runmsg.Started
+	var started runsvc.Started
 	json.Unmarshal(out[0], &started)
 	if n := len(started.Variants); events != n*PageEvents || truncated != n {
 		t.Errorf("%d events and %d truncated for %d variants, want %d per variant and one truncated each", events, truncated, n, PageEvents)
@@ -316,7 +316,7 @@ func cancelAtFirstYield(t *testing.T, lab, run string) {
 		t.Fatal("no reply to the run")
 	}
 	last := out[len(out)-1]
-	var e outError
+	var e runsvc.Error
 	json.Unmarshal(last, &e)
 	if yields == 0 || e.Type != "error" || e.Message != "cancelled" {
 		t.Errorf("after %d yields the last reply is %s; want the run cancelled at the first", yields, last)
