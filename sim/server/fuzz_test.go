@@ -22,10 +22,10 @@ func FuzzMessage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, reply := decode(data)
 		if reply == nil && m != nil && m.Type == "run" {
-			if _, err := s.plan(m); err != nil {
-				var fe *fieldError
+			if _, err := s.planner.Plan(m); err != nil {
+				var fe *runsvc.FieldError
 				if errors.As(err, &fe) {
-					reply = errorMsg(m.ID, fe.field, fe.msg)
+					reply = errorMsg(m.ID, fe.Field, fe.Msg)
 				} else {
 					reply = errorMsg(m.ID, "", err.Error())
 				}
@@ -34,7 +34,7 @@ func FuzzMessage(f *testing.F) {
 		if m == nil && reply == nil {
 			t.Fatal("neither a message nor an error")
 		}
-		if m != nil && (len(m.ID) > maxID || (m.Type != "run" && m.Type != "cancel")) {
+		if m != nil && (len(m.ID) > runsvc.MaxID || (m.Type != "run" && m.Type != "cancel")) {
 			t.Fatalf("decoded %q with a %d-byte id", m.Type, len(m.ID))
 		}
 		if reply == nil {
@@ -44,7 +44,7 @@ func FuzzMessage(f *testing.F) {
 		if err := json.Unmarshal(reply, &e); err != nil || e.Type != "error" {
 			t.Fatalf("reply %q: %v", reply, err)
 		}
-		if len(reply) > 1024 || len(e.ID) > maxID || len(e.Field) > maxField {
+		if len(reply) > 1024 || len(e.ID) > runsvc.MaxID || len(e.Field) > maxField {
 			t.Fatalf("a %d-byte reply to a %d-byte message: %.200s", len(reply), len(data), reply)
 		}
 	})

@@ -15,22 +15,10 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// The messages of PROTOCOL.md are declared in runsvc. Client messages are
-// decoded into inMsg; server messages are encoded from runsvc's types,
-// except event batches, which the stream builds byte by byte (see
-// stream.go).
-
-// inMsg is any client message; Type says which fields matter.
-type inMsg struct {
-	Type     string                     `json:"type"`
-	ID       string                     `json:"id"`
-	Lab      string                     `json:"lab"`
-	Block    string                     `json:"block"`
-	Mode     string                     `json:"mode"`
-	Params   map[string]json.RawMessage `json:"params"`
-	Variants []string                   `json:"variants"`
-	Seed     *uint64                    `json:"seed"`
-}
+// The messages of PROTOCOL.md are declared in runsvc. Client messages
+// are decoded into a runsvc.Run (a cancel's fields are a run's); server
+// messages are encoded from runsvc's types, except event batches, which the
+// stream builds byte by byte (see stream.go).
 
 // encode marshals a server message. runsvc's types cannot fail to encode;
 // a failure would be a bug, reported as an error message.
@@ -42,18 +30,17 @@ func encode(v any) []byte {
 	return b
 }
 
-// Bounds of what an error echoes: an id longer than maxID is not echoed
-// (the page cannot have sent it: runs refuse such ids), a field name or a
-// message is clipped. An error reply is at most a few hundred bytes,
-// whatever the client sent.
+// Bounds of what an error echoes: an id longer than runsvc.MaxID is not
+// echoed (the page cannot have sent it: runs refuse such ids), a field
+// name or a message is clipped. An error reply is at most a few hundred
+// bytes, whatever the client sent.
 const (
-	maxID      = 64
 	maxField   = 64
 	maxMessage = 512
 )
 
 func errorMsg(id, field, msg string) []byte {
-	if len(id) > maxID {
+	if len(id) > runsvc.MaxID {
 		id = ""
 	}
 	b, _ := json.Marshal(runsvc.Error{Type: "error", ID: id, Field: lab.Clip(field, maxField), Message: lab.Clip(msg, maxMessage)})
@@ -61,11 +48,14 @@ func errorMsg(id, field, msg string) []byte {
 }
 
 // decode reads one client message; on error it returns the error reply
-// instead, naming the field at fault.
-func decode(data []byte) (*inMsg, []byte) {
-	var m inMsg
+// instead, naming the field at fault. Numbers in params stay json.Numbers
+// (jsonNumbers turns them into float64s), so that one a float64 cannot
+// hold names its key.
+func decode(data []byte) (*runsvc.Run, []byte) {
+	var m runsvc.Run
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
+	dec.UseNumber()
 	err := dec.Decode(&m)
 	if err == nil {
 		if _, terr := dec.Token(); terr != io.EOF {
@@ -82,8 +72,8 @@ func decode(data []byte) (*inMsg, []byte) {
 		field, msg := jsonError(err)
 		return nil, errorMsg(id, field, msg)
 	}
-	if len(m.ID) > maxID {
-		return nil, errorMsg("", "id", fmt.Sprintf("id is %d bytes long; at most %d", len(m.ID), maxID))
+	if len(m.ID) > runsvc.MaxID {
+		return nil, errorMsg("", "id", fmt.Sprintf("id is %d bytes long; at most %d", len(m.ID), runsvc.MaxID))
 	}
 	switch m.Type {
 	case "run", "cancel":
@@ -111,7 +101,7 @@ func jsonError(err error) (field, msg string) {
 			want = "a string"
 		case "[]string":
 			want = "a list of strings"
-		case "map[string]json.RawMessage":
+		case "map[string]interface {}":
 			want = "an object of scenario keys"
 		}
 		return field, fmt.Sprintf("%s: want %s, got %s", field, want, te.Value)

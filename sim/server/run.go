@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,29 +19,14 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// A run is one `run` request in flight.
+// A run is one `run` request in flight: its checked request (runsvc.Plan)
+// and the client that asked for it.
 type run struct {
-	c       *client
-	id      string
-	mode    string
-	page    *lab.Lab
-	block   *lab.Block // the page's block
-	sub     *lab.Block // the block with the variants asked for
-	set     []lab.Setting
-	seed    uint64
-	checked bool // model run of the lab's own scenario: check its expectations
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	started time.Time
+	*runsvc.Plan
+	c      *client
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
-
-// fieldError is a refusal that names the message field or scenario key at
-// fault.
-type fieldError struct {
-	field, msg string
-}
-
-func (e *fieldError) Error() string { return e.msg }
 
 var errCancelled = errors.New("cancelled")
 
@@ -55,9 +42,9 @@ func (c *client) handle(data []byte) {
 	case "run":
 		r, err := c.newRun(m)
 		if err != nil {
-			var fe *fieldError
+			var fe *runsvc.FieldError
 			if errors.As(err, &fe) {
-				c.send(errorMsg(m.ID, fe.field, fe.msg))
+				c.send(errorMsg(m.ID, fe.Field, fe.Msg))
 			} else {
 				c.send(errorMsg(m.ID, "", err.Error()))
 			}
@@ -76,25 +63,25 @@ func (c *client) handle(data []byte) {
 	}
 }
 
-// newRun checks a run request (plan) and registers the run on the client,
-// not started.
-func (c *client) newRun(m *inMsg) (*run, error) {
-	r, err := c.s.plan(m)
+// newRun checks a run request (runsvc.Planner) and registers the run on
+// the client, not started.
+func (c *client) newRun(m *runsvc.Run) (*run, error) {
+	p, err := c.s.planner.Plan(m)
 	if err != nil {
 		return nil, err
 	}
 	lim := c.s.limits
 	ctx, cancel := context.WithCancelCause(c.ctx)
-	r.c, r.ctx, r.cancel = c, ctx, cancel
+	r := &run{Plan: p, c: c, ctx: ctx, cancel: cancel}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.runs[m.ID] != nil:
 		cancel(nil)
-		return nil, &fieldError{"id", fmt.Sprintf("a run with id %q is already in flight", m.ID)}
+		return nil, &runsvc.FieldError{Field: "id", Msg: fmt.Sprintf("a run with id %q is already in flight", m.ID)}
 	case len(c.runs) >= lim.RunsPerSocket:
 		cancel(nil)
-		return nil, &fieldError{"", fmt.Sprintf("at most %d runs in flight per socket: wait for one to finish or cancel it", lim.RunsPerSocket)}
+		return nil, &runsvc.FieldError{Field: "", Msg: fmt.Sprintf("at most %d runs in flight per socket: wait for one to finish or cancel it", lim.RunsPerSocket)}
 	case !c.s.track(1):
 		cancel(nil)
 		return nil, errors.New("the server is stopping")
@@ -103,101 +90,52 @@ func (c *client) newRun(m *inMsg) (*run, error) {
 	return r, nil
 }
 
-// plan checks a run request against the pages and the limits: every
-// refusal names its field. The run it returns has no client yet.
-func (s *Server) plan(m *inMsg) (*run, error) {
-	lim := s.limits
-	if m.ID == "" {
-		return nil, &fieldError{"id", "a run needs an id (any string up to 64 bytes)"}
-	}
-	mode := m.Mode
-	if mode == "" {
-		mode = "model"
-	}
-	if mode != "model" && mode != "real" {
-		return nil, &fieldError{"mode", fmt.Sprintf(`mode %q: want "model" or "real"`, lab.Clip(m.Mode, 32))}
-	}
-	if m.Lab == "" {
-		return nil, &fieldError{"lab", `a run needs the page's name, e.g. "lab": "php-persistent-share"`}
-	}
-	page, err := s.pages.lookup(m.Lab)
-	if err != nil {
-		return nil, &fieldError{"lab", err.Error()}
-	}
-	params, err := decodeParams(m.Params)
-	if err != nil {
-		return nil, err
-	}
-	req, err := page.Prepare(m.Block, m.Variants, params)
-	var fe *lab.FieldError
-	if errors.As(err, &fe) {
-		return nil, &fieldError{fe.Field, fe.Msg}
-	} else if err != nil {
-		return nil, err
-	}
-	sub := req.Sub
-	for i, s := range req.Scenarios {
-		if s == nil {
-			continue // a variant whose error the lesson expects
+// noReal is why a server without Options.Real refuses real runs.
+const noReal = "real runs are not available in this build of sim serve; model runs are"
+
+// jsonNumbers gives a run's params (decoded with json.Decoder.UseNumber)
+// the float64s encoding/json gives an `any`; a number a float64 cannot
+// hold is refused as encoding/json refuses it, naming its key, the first
+// in key order.
+func jsonNumbers(params map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(params))
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		v, err := floats(params[k])
+		if err != nil {
+			return nil, &runsvc.FieldError{Field: k, Msg: fmt.Sprintf("%s: %v", k, err)}
 		}
-		if err := checkLimits(s, mode, lim); err != nil {
-			if len(sub.Variants) > 1 {
-				err.msg = fmt.Sprintf("variant %q: %s", sub.Variants[i].Name, err.msg)
+		out[k] = v
+	}
+	return out, nil
+}
+
+// floats replaces the json.Numbers in v with float64s, in place.
+func floats(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, &json.UnmarshalTypeError{Value: "number " + string(x), Type: reflect.TypeFor[float64]()}
+		}
+		return f, nil
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			f, err := floats(x[k])
+			if err != nil {
+				return nil, err
 			}
-			return nil, err
+			x[k] = f
+		}
+	case []any:
+		for i := range x {
+			f, err := floats(x[i])
+			if err != nil {
+				return nil, err
+			}
+			x[i] = f
 		}
 	}
-	if mode == "real" && s.opt.Real == nil {
-		return nil, &fieldError{"mode", "real runs are not available in this build of sim serve; model runs are"}
-	}
-	seed := uint64(1) // sim run's default, so the numbers match `sim run --json`
-	if m.Seed != nil {
-		seed = *m.Seed
-	}
-	return &run{
-		id: m.ID, mode: mode, page: page, block: req.Block, sub: sub, set: req.Set, seed: seed,
-		checked: mode == "model" && req.Checked,
-	}, nil
-}
-
-// decodeParams decodes a run's params, each key's value as JSON; the first
-// in key order that is not JSON names its key.
-func decodeParams(raw map[string]json.RawMessage) (map[string]any, error) {
-	params := make(map[string]any, len(raw))
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		var v any
-		if err := json.Unmarshal(raw[k], &v); err != nil {
-			return nil, &fieldError{k, fmt.Sprintf("%s: %v", k, err)}
-		}
-		params[k] = v
-	}
-	return params, nil
-}
-
-// checkLimits bounds a run by its effective scenario (PROTOCOL.md: limits).
-func checkLimits(s *sim.Scenario, mode string, lim Limits) *fieldError {
-	if mode == "model" {
-		if s.Requests > lim.ModelRequests {
-			return &fieldError{"requests", fmt.Sprintf("requests: %d is more than a model run streams (at most %d)", s.Requests, lim.ModelRequests)}
-		}
-		if s.Requests == 0 && s.Load == sim.LoadOpen && s.Rate*s.Duration.Seconds() > float64(lim.ModelRequests) {
-			return &fieldError{"duration", fmt.Sprintf("duration: rate × duration = %.0f requests, more than a model run streams (at most %d); shorten duration or set requests", s.Rate*s.Duration.Seconds(), lim.ModelRequests)}
-		}
-		return nil
-	}
-	switch {
-	case s.Requests > lim.RealRequests:
-		return &fieldError{"requests", fmt.Sprintf("requests: %d is too many for a real run (at most %d)", s.Requests, lim.RealRequests)}
-	case s.Duration > lim.RealDuration:
-		return &fieldError{"duration", fmt.Sprintf("duration: %s is too long for a real run (at most %s)", sim.FormatDuration(s.Duration), sim.FormatDuration(lim.RealDuration))}
-	case s.Requests == 0 && s.Load == sim.LoadOpen && s.Rate*s.Duration.Seconds() > float64(lim.RealRequests):
-		return &fieldError{"rate", fmt.Sprintf("rate: rate × duration = %.0f requests, too many for a real run (at most %d)", s.Rate*s.Duration.Seconds(), lim.RealRequests)}
-	case s.RTT > lim.RealRTT:
-		return &fieldError{"rtt", fmt.Sprintf("rtt: %s is too long for a real run (at most %s)", sim.FormatDuration(s.RTT), sim.FormatDuration(lim.RealRTT))}
-	case s.Concurrency > lim.RealConcurrency:
-		return &fieldError{"concurrency", fmt.Sprintf("concurrency: %d is too many for a real run (at most %d)", s.Concurrency, lim.RealConcurrency)}
-	}
-	return nil
+	return v, nil
 }
 
 // exec runs r to its end and reports it; it is the run's goroutine.
@@ -208,18 +146,18 @@ func (r *run) exec() {
 	defer func() {
 		r.cancel(nil)
 		r.c.mu.Lock()
-		delete(r.c.runs, r.id)
+		delete(r.c.runs, r.ID)
 		r.c.mu.Unlock()
 	}()
-	r.started = time.Now()
+	r.Start = time.Now()
 	var err error
-	if r.mode == "real" {
+	if r.Mode == "real" {
 		err = r.execReal()
 	} else {
 		err = r.execModel()
 	}
 	if f := r.c.s.runEnded; f != nil {
-		f(r.id, err)
+		f(r.ID, err)
 	}
 	if err != nil {
 		r.fail(err)
@@ -234,34 +172,20 @@ func (r *run) fail(err error) {
 	if cause := context.Cause(r.ctx); cause != nil && r.ctx.Err() != nil {
 		err = cause
 	}
-	var fe *fieldError
+	var fe *runsvc.FieldError
 	switch {
 	case errors.As(err, &fe):
-		r.c.send(errorMsg(r.id, fe.field, fe.msg))
+		r.c.send(errorMsg(r.ID, fe.Field, fe.Msg))
 	case errors.Is(err, errCancelled):
-		r.c.send(errorMsg(r.id, "", "cancelled"))
+		r.c.send(errorMsg(r.ID, "", "cancelled"))
 	default:
 		var pe *sim.ParamError
 		field := ""
 		if errors.As(err, &pe) {
 			field, _, _ = strings.Cut(pe.Key, "[")
 		}
-		r.c.send(errorMsg(r.id, field, lab.PageMessage(err)))
+		r.c.send(errorMsg(r.ID, field, lab.PageMessage(err)))
 	}
-}
-
-func (r *run) startedMsg() []byte {
-	m := runsvc.Started{Type: "started", ID: r.id, Mode: r.mode, Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
-	for _, v := range r.sub.Variants {
-		m.Variants = append(m.Variants, runsvc.VariantName{Name: v.Name, Label: v.Label})
-		s, _ := r.sub.Scenario(v, r.set)
-		p := map[string]string{}
-		for _, key := range sim.Keys() {
-			p[key], _ = s.Get(key)
-		}
-		m.Params[v.Name] = p
-	}
-	return encode(m)
 }
 
 // execModel simulates each variant in turn: its events, then its stats.
@@ -284,12 +208,12 @@ func (r *run) execModel() error {
 	ctx, cancel := context.WithTimeoutCause(r.ctx, s.limits.ModelRunTime,
 		fmt.Errorf("the run took longer than %s; make it smaller", s.limits.ModelRunTime))
 	defer cancel()
-	r.c.send(r.startedMsg())
-	st := newModelStream(ctx, r.c, r.id, t)
+	r.c.send(encode(r.Started()))
+	st := newModelStream(ctx, r.c, r.ID, t)
 	defer st.close()
-	res := &lab.BlockResult{ID: r.block.ID, Title: r.block.Title, Checks: []lab.Check{}}
-	for _, v := range r.sub.Variants {
-		one := *r.sub
+	res := &lab.BlockResult{ID: r.Block.ID, Title: r.Block.Title, Checks: []lab.Check{}}
+	for _, v := range r.Sub.Variants {
+		one := *r.Sub
 		one.Variants = []*lab.Variant{v}
 		requests := 0
 		over := false
@@ -300,13 +224,13 @@ func (r *run) execModel() error {
 			if e.Kind == sim.KindRequest {
 				if requests++; requests > s.limits.ModelRequests {
 					over = true
-					r.cancel(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", variant, s.limits.ModelRequests)})
+					r.cancel(&runsvc.FieldError{Field: "duration", Msg: fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", variant, s.limits.ModelRequests)})
 					return
 				}
 			}
 			st.add(variant, e)
 		}
-		vr, err := one.RunVariants(ctx, lab.RunOptions{Seed: r.seed, Set: r.set, Sink: sink})
+		vr, err := one.RunVariants(ctx, lab.RunOptions{Seed: r.Seed, Set: r.Set, Sink: sink})
 		st.flush()
 		if err == nil {
 			err = st.failure()
@@ -317,15 +241,15 @@ func (r *run) execModel() error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			if err := st.reply(encode(runsvc.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})); err != nil {
+			if err := st.reply(encode(runsvc.Stats{Type: "stats", ID: r.ID, Variant: x.Name, Summary: x.Summary})); err != nil {
 				return r.stopped(ctx, err)
 			}
 		}
 	}
 	checks := []lab.Check{}
-	if r.checked && len(r.block.Expects) > 0 {
+	if r.Checked && len(r.Block.Expects) > 0 {
 		var err error
-		if checks, err = r.block.CheckRun(ctx, r.page, res, r.seed); err != nil {
+		if checks, err = r.Block.CheckRun(ctx, r.Page, res, r.Seed); err != nil {
 			return err
 		}
 	}
@@ -349,10 +273,12 @@ func (r *run) stopped(ctx context.Context, err error) error {
 	return err
 }
 
-func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) runsvc.Done {
-	d := runsvc.Done{Type: "done", ID: r.id, Checks: checks, ElapsedMS: float64(time.Since(r.started).Microseconds()) / 1000}
-	for _, v := range res.Variants {
-		dv := runsvc.DoneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error, Runtime: v.Runtime, Checks: v.Checks}
+// doneMsg is the run's done message; a real run's sets beside each
+// variant the model of its scenario (model).
+func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) *runsvc.Done {
+	d := r.Done(res, checks)
+	for i, v := range res.Variants {
+		dv := &d.Variants[i]
 		if model != nil {
 			for _, mv := range model.Variants {
 				if mv.Name == v.Name && mv.Summary != nil {
@@ -366,10 +292,6 @@ func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) runsvc.Do
 				}
 			}
 		}
-		d.Variants = append(d.Variants, dv)
-	}
-	if d.Variants == nil {
-		d.Variants = []runsvc.DoneVariant{}
 	}
 	return d
 }
@@ -379,7 +301,7 @@ func (r *run) doneMsg(res, model *lab.BlockResult, checks []lab.Check) runsvc.Do
 // each variant about once a second.
 func (r *run) execReal() error {
 	s := r.c.s
-	job := &realJob{c: r.c, id: r.id, ctx: r.ctx, start: make(chan struct{})}
+	job := &realJob{c: r.c, id: r.ID, ctx: r.ctx, start: make(chan struct{})}
 	defer s.hub.release(job)
 	if !s.hub.wait(job) {
 		return r.ctx.Err()
@@ -388,8 +310,8 @@ func (r *run) execReal() error {
 	ctx, cancel := context.WithTimeoutCause(r.ctx, limit,
 		fmt.Errorf("the real run took longer than %s and was stopped", sim.FormatDuration(limit)))
 	defer cancel()
-	r.c.send(r.startedMsg())
-	st := newRealStream(r.c, r.id)
+	r.c.send(encode(r.Started()))
+	st := newRealStream(r.c, r.ID)
 	defer st.close()
 	tick := time.NewTicker(s.limits.StatsEvery)
 	stop := make(chan struct{})
@@ -405,8 +327,8 @@ func (r *run) execReal() error {
 			}
 		}
 	}()
-	names := make([]string, len(r.sub.Variants))
-	for i, v := range r.sub.Variants {
+	names := make([]string, len(r.Sub.Variants))
+	for i, v := range r.Sub.Variants {
 		names[i] = v.Name
 	}
 	var mu sync.Mutex
@@ -418,13 +340,13 @@ func (r *run) execReal() error {
 			n := requests[variant]
 			mu.Unlock()
 			if n > s.limits.RealRequests {
-				r.cancel(&fieldError{"duration", fmt.Sprintf("variant %q sent more than %d requests, the most a real run may; shorten duration or set requests", variant, s.limits.RealRequests)})
+				r.cancel(&runsvc.FieldError{Field: "duration", Msg: fmt.Sprintf("variant %q sent more than %d requests, the most a real run may; shorten duration or set requests", variant, s.limits.RealRequests)})
 				return
 			}
 		}
 		st.add(variant, e)
 	}
-	res, err := s.opt.Real(ctx, r.sub, r.set, names, r.seed, sink)
+	res, err := s.opt.Real(ctx, r.Sub, r.Set, names, r.Seed, sink)
 	tick.Stop()
 	close(stop)
 	<-ticked
@@ -499,7 +421,7 @@ func (r *run) modelOf(ctx context.Context, res *lab.BlockResult) (*lab.BlockResu
 		mv := &lab.VariantResult{Name: vr.Name, Label: vr.Label, Error: vr.Error}
 		switch {
 		case vr.Scenario != nil:
-			m, err := sim.Run(ctx, *vr.Scenario, sim.Options{Seed: r.seed})
+			m, err := sim.Run(ctx, *vr.Scenario, sim.Options{Seed: r.Seed})
 			if err != nil {
 				return nil, err
 			}
@@ -507,7 +429,7 @@ func (r *run) modelOf(ctx context.Context, res *lab.BlockResult) (*lab.BlockResu
 		case vr.Summary != nil:
 			if fallback == nil {
 				var err error
-				if fallback, err = r.sub.RunVariants(ctx, lab.RunOptions{Seed: r.seed, Set: r.set}); err != nil {
+				if fallback, err = r.Sub.RunVariants(ctx, lab.RunOptions{Seed: r.Seed, Set: r.Set}); err != nil {
 					return nil, err
 				}
 			}

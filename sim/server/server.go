@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/connlab/connlab/sim"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 	"github.com/connlab/connlab/sim/loopback"
 	"github.com/connlab/connlab/sim/web"
@@ -67,27 +68,23 @@ type Options struct {
 
 // Limits bound what one client may ask and hold.
 type Limits struct {
+	// Limits bound one run: its requests and events (runsvc, as the
+	// page's model has them).
+	runsvc.Limits
 	MessageBytes     int     // largest client message answered (bigger: an error frame)
 	HardMessageBytes int64   // past this the connection is closed (code 1009)
 	RunsPerSocket    int     // runs in flight on one socket
 	MessageRate      float64 // messages a second a socket may keep up sending
 	MessageBurst     int     // messages a socket may send at once
 	Strikes          int     // messages refused (over the rate) before the socket is closed
-	ModelRequests    int     // requests of one variant in model mode
-	ModelEvents      int     // events streamed per variant in model mode
 	ModelRunTime     time.Duration
 	ModelRuns        int // model runs at once on the whole server (default: one per core, at least 2)
-	RealRequests     int
-	RealDuration     time.Duration // longest real run, and the longest duration key
-	RealRTT          time.Duration
-	RealConcurrency  int
 	// ClientBuffer bounds the replies queued for one client: beyond it the
 	// oldest event batches of real runs are dropped, and a client whose
 	// other replies alone exceed it is dropped.
 	ClientBuffer  int
 	ModelQueue    int           // bytes queued for a client before its model run pauses
 	StallWait     time.Duration // a paused model run keeps its slot while its client takes something this often
-	BatchEvents   int
 	BatchWait     time.Duration
 	StatsEvery    time.Duration // real mode
 	PingPeriod    time.Duration
@@ -99,23 +96,17 @@ type Limits struct {
 
 // DefaultLimits are the limits of PROTOCOL.md.
 var DefaultLimits = Limits{
+	Limits:           runsvc.DefaultLimits,
 	MessageBytes:     16 << 10,
 	HardMessageBytes: 1 << 20,
 	RunsPerSocket:    4,
 	MessageRate:      20,
 	MessageBurst:     60,
 	Strikes:          100,
-	ModelRequests:    200_000,
-	ModelEvents:      20_000,
 	ModelRunTime:     30 * time.Second,
-	RealRequests:     2_000,
-	RealDuration:     120 * time.Second,
-	RealRTT:          time.Second,
-	RealConcurrency:  200,
 	ClientBuffer:     1 << 20,
 	ModelQueue:       128 << 10,
 	StallWait:        50 * time.Millisecond,
-	BatchEvents:      512,
 	BatchWait:        50 * time.Millisecond,
 	StatsEvery:       time.Second,
 	PingPeriod:       30 * time.Second,
@@ -140,6 +131,7 @@ func (l Limits) withDefaults() Limits {
 			*v = def
 		}
 	}
+	l.Limits = l.Limits.WithDefaults()
 	fill(&l.MessageBytes, d.MessageBytes)
 	if l.HardMessageBytes <= 0 {
 		l.HardMessageBytes = d.HardMessageBytes
@@ -151,19 +143,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	fill(&l.MessageBurst, d.MessageBurst)
 	fill(&l.Strikes, d.Strikes)
-	fill(&l.ModelRequests, d.ModelRequests)
-	fill(&l.ModelEvents, d.ModelEvents)
 	fillD(&l.ModelRunTime, d.ModelRunTime)
 	fill(&l.ModelRuns, d.ModelRuns)
-	fill(&l.RealRequests, d.RealRequests)
-	fillD(&l.RealDuration, d.RealDuration)
-	fillD(&l.RealRTT, d.RealRTT)
-	fill(&l.RealConcurrency, d.RealConcurrency)
 	fill(&l.ClientBuffer, d.ClientBuffer)
 	fill(&l.ModelQueue, d.ModelQueue)
 	l.ModelQueue = min(l.ModelQueue, l.ClientBuffer)
 	fillD(&l.StallWait, d.StallWait)
-	fill(&l.BatchEvents, d.BatchEvents)
 	fillD(&l.BatchWait, d.BatchWait)
 	fillD(&l.StatsEvery, d.StatsEvery)
 	fillD(&l.PingPeriod, d.PingPeriod)
@@ -180,6 +165,7 @@ func (l Limits) withDefaults() Limits {
 type Server struct {
 	opt      Options
 	limits   Limits
+	planner  *runsvc.Planner
 	logf     func(string, ...any)
 	pages    *pages
 	hub      *hub
@@ -217,6 +203,10 @@ func New(opt Options) *Server {
 		index = web.NewIndex(opt.Labs, func(f string, a ...any) { s.logf("sim serve: "+f, a...) })
 	}
 	s.pages = newPages(index, s.logf)
+	s.planner = &runsvc.Planner{Lookup: s.pages.lookup, Limits: s.limits.Limits, Params: jsonNumbers}
+	if opt.Real == nil {
+		s.planner.NoReal = noReal
+	}
 	s.Pages = s.pages.load()
 	s.modelSem = make(chan struct{}, s.limits.ModelRuns)
 	s.hub = newHub()

@@ -310,7 +310,7 @@ func TestHugeThreadsRun(t *testing.T) {
 // Model mode streams at most ModelEvents events per variant, then says so;
 // the summary still counts every request.
 func TestModelRunTruncated(t *testing.T) {
-	s := newTestServer(t, Options{Limits: Limits{ModelEvents: 1000}})
+	s := newTestServer(t, Options{Limits: Limits{Limits: runsvc.Limits{ModelEvents: 1000}}})
 	c := s.dial(t)
 	send(t, c, runReq{Type: "run", ID: "t", Lab: "php-persistent-share", Block: "across-requests", Params: map[string]any{"requests": 2000}, Variants: []string{"share"}})
 	done, seen := until(t, c, "t", "done")
@@ -476,7 +476,7 @@ func TestBadParams(t *testing.T) {
 // A closed-loop run bounded only by its duration is stopped once it sends
 // more requests than a model run may.
 func TestModelRequestLimitWhileRunning(t *testing.T) {
-	s := newTestServer(t, Options{Limits: Limits{ModelRequests: 500}})
+	s := newTestServer(t, Options{Limits: Limits{Limits: runsvc.Limits{ModelRequests: 500}}})
 	c := s.dial(t)
 	send(t, c, runReq{Type: "run", ID: "d", Lab: "php-persistent-share", Block: "across-requests",
 		Params: map[string]any{"requests": 0, "duration": "1h"}, Variants: []string{"persistent"}})
@@ -821,7 +821,7 @@ func TestSlowClientDrops(t *testing.T) {
 	const n = 50000 // calls, each with its request: 100,000 events
 	f := &fakeReal{release: make(chan struct{}), events: n}
 	close(f.release)
-	s := newTestServer(t, Options{Real: f.run, Limits: Limits{ClientBuffer: 64 << 10, RealRequests: n, WriteWait: time.Minute}})
+	s := newTestServer(t, Options{Real: f.run, Limits: Limits{Limits: runsvc.Limits{RealRequests: n}, ClientBuffer: 64 << 10, WriteWait: time.Minute}})
 	slow, _, err := smallBufferDialer.Dial(s.url, nil)
 	if err != nil {
 		t.Fatal(err)

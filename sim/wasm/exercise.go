@@ -15,7 +15,7 @@ const MaxSeed = 1<<53 - 1
 
 // exercises answers a lab's exercises in a language for a seed: the
 // student's numbers, and the model's answers to check them against.
-func (s *Session) exercises(m *inMsg) {
+func (s *Session) exercises(m *runsvc.ExercisesReq) {
 	var seed uint64
 	if m.Seed != nil {
 		seed = *m.Seed

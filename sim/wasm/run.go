@@ -12,24 +12,13 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
-// runReq is a checked run request.
-type runReq struct {
-	id      string
-	page    *lab.Lab
-	block   *lab.Block // the page's block
-	sub     *lab.Block // with the variants asked for
-	set     []lab.Setting
-	seed    uint64
-	checked bool // the block as written: check its expectations
-}
-
 // run checks a run request, waits for the session's turn and runs it. Every
 // refusal or failure is an `error` message naming its field.
-func (s *Session) run(m *inMsg) {
-	r, err := s.prepare(m)
+func (s *Session) run(m *runsvc.Run) {
+	r, err := s.planner.Plan(m)
 	if err != nil {
-		if fe, ok := as[*fieldError](err); ok {
-			s.fail(m.ID, fe.field, fe.msg)
+		if fe, ok := as[*runsvc.FieldError](err); ok {
+			s.fail(m.ID, fe.Field, fe.Msg)
 		} else {
 			s.fail(m.ID, "", err.Error())
 		}
@@ -38,20 +27,20 @@ func (s *Session) run(m *inMsg) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	s.mu.Lock()
-	if s.runs[r.id] != nil {
+	if s.runs[r.ID] != nil {
 		s.mu.Unlock()
-		s.fail(r.id, "id", msgf.Sprintf("a run with id %q is already in flight", r.id))
+		s.fail(r.ID, "id", msgf.Sprintf("a run with id %q is already in flight", r.ID))
 		return
 	}
-	s.runs[r.id] = cancel
+	s.runs[r.ID] = cancel
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.runs, r.id)
+		delete(s.runs, r.ID)
 		s.mu.Unlock()
 	}()
 	if !s.take(ctx) {
-		s.fail(r.id, "", context.Cause(ctx).Error())
+		s.fail(r.ID, "", context.Cause(ctx).Error())
 		return
 	}
 	defer s.release()
@@ -59,13 +48,13 @@ func (s *Session) run(m *inMsg) {
 		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 			err = c
 		}
-		if fe, ok := as[*fieldError](err); ok {
-			s.fail(r.id, fe.field, fe.msg)
+		if fe, ok := as[*runsvc.FieldError](err); ok {
+			s.fail(r.ID, fe.Field, fe.Msg)
 		} else if pe, ok := as[*sim.ParamError](err); ok {
 			field, _, _ := strings.Cut(pe.Key, "[")
-			s.fail(r.id, field, lab.PageMessage(err))
+			s.fail(r.ID, field, lab.PageMessage(err))
 		} else {
-			s.fail(r.id, "", lab.PageMessage(err))
+			s.fail(r.ID, "", lab.PageMessage(err))
 		}
 	}
 }
@@ -73,27 +62,17 @@ func (s *Session) run(m *inMsg) {
 // exec simulates each variant in turn, sending its events, then its stats;
 // then the done message with the block's expectations when it ran as
 // written.
-func (s *Session) exec(ctx context.Context, r *runReq) error {
-	start := time.Now()
-	st := runsvc.Started{Type: "started", ID: r.id, Mode: "model", Block: r.block.ID, Title: r.block.Title, Params: map[string]map[string]string{}}
-	for _, v := range r.sub.Variants {
-		st.Variants = append(st.Variants, runsvc.VariantName{Name: v.Name, Label: v.Label})
-		sc, _ := r.sub.Scenario(v, r.set)
-		p := map[string]string{}
-		for _, key := range sim.Keys() {
-			p[key], _ = sc.Get(key)
-		}
-		st.Params[v.Name] = p
-	}
-	s.send(st)
-	res := &lab.BlockResult{ID: r.block.ID, Title: r.block.Title, Checks: []lab.Check{}}
-	b := &batcher{s: s, id: r.id, lastYield: time.Now()}
-	for _, v := range r.sub.Variants {
-		one := *r.sub
+func (s *Session) exec(ctx context.Context, r *runsvc.Plan) error {
+	r.Start = time.Now()
+	s.send(r.Started())
+	res := &lab.BlockResult{ID: r.Block.ID, Title: r.Block.Title, Checks: []lab.Check{}}
+	b := &batcher{s: s, id: r.ID, lastYield: time.Now()}
+	for _, v := range r.Sub.Variants {
+		one := *r.Sub
 		one.Variants = []*lab.Variant{v}
 		vctx, stop := context.WithCancelCause(ctx)
 		b.start(v.Name, stop)
-		vr, err := one.RunVariants(vctx, lab.RunOptions{Seed: r.seed, Set: r.set, Sink: func(_, _ string, e *sim.Event) { b.add(e) }})
+		vr, err := one.RunVariants(vctx, lab.RunOptions{Seed: r.Seed, Set: r.Set, Sink: func(_, _ string, e *sim.Event) { b.add(e) }})
 		b.flush()
 		if err != nil && vctx.Err() != nil {
 			err = context.Cause(vctx)
@@ -105,21 +84,17 @@ func (s *Session) exec(ctx context.Context, r *runReq) error {
 		x := vr.Variants[0]
 		res.Variants = append(res.Variants, x)
 		if x.Summary != nil {
-			s.send(runsvc.Stats{Type: "stats", ID: r.id, Variant: x.Name, Summary: x.Summary})
+			s.send(runsvc.Stats{Type: "stats", ID: r.ID, Variant: x.Name, Summary: x.Summary})
 		}
 	}
 	checks := []lab.Check{}
-	if r.checked && len(r.block.Expects) > 0 {
+	if r.Checked && len(r.Block.Expects) > 0 {
 		var err error
-		if checks, err = r.block.CheckRun(ctx, r.page, res, r.seed); err != nil {
+		if checks, err = r.Block.CheckRun(ctx, r.Page, res, r.Seed); err != nil {
 			return err
 		}
 	}
-	d := runsvc.Done{Type: "done", ID: r.id, Variants: []runsvc.DoneVariant{}, Checks: checks, ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}
-	for _, v := range res.Variants {
-		d.Variants = append(d.Variants, runsvc.DoneVariant{Name: v.Name, Label: v.Label, Summary: v.Summary, Error: v.Error})
-	}
-	s.send(d)
+	s.send(r.Done(res, checks))
 	return nil
 }
 
@@ -158,15 +133,15 @@ func (b *batcher) add(e *sim.Event) {
 	}
 	switch e.Kind {
 	case sim.KindRequest:
-		if b.requests++; b.requests > ModelRequests {
+		if b.requests++; b.requests > limits.ModelRequests {
 			b.over = true
-			b.stop(&fieldError{"duration", msgf.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, ModelRequests)})
+			b.stop(&runsvc.FieldError{Field: "duration", Msg: msgf.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, limits.ModelRequests)})
 		}
 		return
 	case sim.KindIdle:
 		return
 	}
-	if b.sent >= PageEvents {
+	if b.sent >= limits.ModelEvents {
 		if !b.cut {
 			b.cut = true
 			b.flush()
@@ -186,7 +161,7 @@ func (b *batcher) add(e *sim.Event) {
 	b.buf = e.AppendCompactJSON(b.buf)
 	b.n++
 	b.sent++
-	if b.n >= BatchEvents {
+	if b.n >= limits.BatchEvents {
 		b.flush()
 	}
 }
