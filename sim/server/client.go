@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/web"
 )
 
@@ -58,11 +59,11 @@ func (c *client) refuse() {
 // queue's bound is dropped.
 func (c *client) send(data []byte) { c.conn.Send(data) }
 
-// sendBatch closes an event batch of run id (appendBatchTail: the time it
-// enters the queue) and queues it. A real run's batches may be dropped; a
+// sendBatch closes an event batch of run id (runsvc.AppendEventsTail: the
+// time it enters the queue) and queues it. A real run's batches may be dropped; a
 // model run calls waitRoom first, so its batches are never dropped.
 func (c *client) sendBatch(id string, data []byte, droppable bool) {
-	data = appendBatchTail(data, time.Now())
+	data = runsvc.AppendEventsTail(data, time.Now())
 	c.conn.Queue(web.Msg{Data: data, Droppable: droppable, Key: id, Pooled: true})
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/runsvc"
@@ -118,28 +117,8 @@ func jsonError(err error) (field, msg string) {
 	return "", "malformed message: " + err.Error()
 }
 
-// appendBatchHead starts an events message; the stream appends the events,
-// then appendBatchTail closes it.
-func appendBatchHead(b []byte, id, variant string) []byte {
-	b = append(b, `{"type":"events","id":`...)
-	b = sim.AppendJSONString(b, id)
-	b = append(b, `,"variant":`...)
-	b = sim.AppendJSONString(b, variant)
-	return append(b, `,"events":[`...)
-}
-
-// appendBatchTail closes an events message with server_ms, the server's
-// clock (Unix milliseconds) when the batch entered the socket's send queue,
-// so a page or a benchmark can measure delivery delay.
-func appendBatchTail(b []byte, now time.Time) []byte {
-	b = append(b, `],"server_ms":`...)
-	b = strconv.AppendFloat(b, float64(now.UnixMicro())/1000, 'f', 3, 64)
-	return append(b, '}')
-}
-
-// batchTailMax is at least as long as what appendBatchTail appends.
-const batchTailMax = `],"server_ms":99999999999999.999}`
-
+// droppedMsg is the runsvc.Dropped message, built as the batches are, its
+// id as sim.AppendJSONString writes it.
 func droppedMsg(id string, count int) []byte {
 	b := append([]byte(`{"type":"dropped","id":`), sim.AppendJSONString(nil, id)...)
 	b = append(b, `,"count":`...)

@@ -215,20 +215,10 @@ func (r *run) execModel() error {
 	for _, v := range r.Sub.Variants {
 		one := *r.Sub
 		one.Variants = []*lab.Variant{v}
-		requests := 0
-		over := false
 		sink := func(_, variant string, e *sim.Event) {
-			if over {
-				return
+			if err := st.add(variant, e); err != nil {
+				r.cancel(err) // over ModelRequests
 			}
-			if e.Kind == sim.KindRequest {
-				if requests++; requests > s.limits.ModelRequests {
-					over = true
-					r.cancel(&runsvc.FieldError{Field: "duration", Msg: fmt.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", variant, s.limits.ModelRequests)})
-					return
-				}
-			}
-			st.add(variant, e)
 		}
 		vr, err := one.RunVariants(ctx, lab.RunOptions{Seed: r.Seed, Set: r.Set, Sink: sink})
 		st.flush()

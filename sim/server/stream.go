@@ -11,29 +11,26 @@ import (
 	"github.com/connlab/connlab/sim/web"
 )
 
-// A stream turns one run's events into `events` messages: at most
-// BatchEvents events or BatchWait of time per batch, one variant per batch,
-// events in the order they came. In model mode at most ModelEvents events
-// of a variant are sent (then one `truncated`), and the run pauses while
-// its page has ModelQueue bytes unread (client.waitRoom), so no batch is
-// dropped. In real mode nothing waits (batches may be dropped) and each
-// variant's events also feed a Collector for the periodic `stats`.
+// A stream turns one run's events into `events` messages through a
+// runsvc.Batcher: at most BatchEvents events or BatchWait of time per
+// batch, one variant per batch, events in the order they came. In model
+// mode at most ModelEvents events of a variant are sent (then one
+// `truncated`), a variant's requests past ModelRequests stop the run, and
+// the run pauses while its page has ModelQueue bytes unread
+// (client.waitRoom), so no batch is dropped. In real mode nothing waits
+// (batches may be dropped) and each variant's events also feed a Collector
+// for the periodic `stats`.
 type stream struct {
-	c     *client
-	id    string
-	limit int             // events per variant (0: no limit)
-	ctx   context.Context // model mode: the run's
-	turn  *turn           // model mode: the run's model slot; nil in real mode
+	c    *client
+	id   string
+	ctx  context.Context // model mode: the run's
+	turn *turn           // model mode: the run's model slot; nil in real mode
 
 	mu      sync.Mutex
-	variant string
-	buf     []byte
-	n       int       // events in buf
-	opened  time.Time // when buf got its first event
-	gen     int       // batch number, so a stale timer does nothing
+	b       *runsvc.Batcher // calls Open, Batch and Send with mu held
+	opened  time.Time       // when the batch in progress got its first event
+	gen     int             // batch number, so a stale timer does nothing
 	timer   *time.Timer
-	sent    map[string]int
-	cut     map[string]bool
 	cols    map[string]*sim.Collector
 	changed map[string]bool // variants with events since their last stats
 	order   []string        // variants in the order they first appeared
@@ -41,30 +38,34 @@ type stream struct {
 	err     error // model mode: why the run cannot go on (its page left)
 }
 
-// newModelStream streams a model run holding t; newRealStream a real run.
+// newModelStream streams a model run holding t; newRealStream a real run,
+// whose requests the run counts itself, against RealRequests.
 func newModelStream(ctx context.Context, c *client, id string, t *turn) *stream {
 	st := newStream(c, id)
-	st.ctx, st.turn, st.limit = ctx, t, c.s.limits.ModelEvents
+	st.ctx, st.turn = ctx, t
 	return st
 }
 
-func newRealStream(c *client, id string) *stream { return newStream(c, id) }
+func newRealStream(c *client, id string) *stream {
+	st := newStream(c, id)
+	st.b.Requests, st.b.Events = 0, 0
+	return st
+}
 
 func newStream(c *client, id string) *stream {
-	return &stream{
-		c: c, id: id,
-		sent: map[string]int{}, cut: map[string]bool{},
-		cols: map[string]*sim.Collector{}, changed: map[string]bool{},
-	}
+	st := &stream{c: c, id: id, cols: map[string]*sim.Collector{}, changed: map[string]bool{}}
+	st.b = runsvc.NewBatcher(id, c.s.limits.Limits, st)
+	return st
 }
 
 // add is the run's sink. The event is encoded at once: the pointer is only
-// valid during the call.
-func (st *stream) add(variant string, e *sim.Event) {
+// valid during the call. Its error is a model run's variant over
+// ModelRequests.
+func (st *stream) add(variant string, e *sim.Event) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.closed || st.err != nil {
-		return
+		return nil
 	}
 	if st.turn == nil {
 		col := st.cols[variant]
@@ -76,57 +77,44 @@ func (st *stream) add(variant string, e *sim.Event) {
 		col.Add(e)
 		st.changed[variant] = true
 	}
-	if variant != st.variant {
-		st.flushLocked()
-		st.variant = variant
+	err := st.b.Add(variant, e)
+	if st.b.Pending() > 0 && time.Since(st.opened) >= st.c.s.limits.BatchWait {
+		st.b.Flush()
 	}
-	if st.limit > 0 && st.sent[variant] >= st.limit {
-		if !st.cut[variant] {
-			st.cut[variant] = true
-			st.flushLocked()
-			st.c.send(encode(runsvc.Truncated{Type: "truncated", ID: st.id, Variant: variant, Sent: st.sent[variant]}))
-		}
-		return
-	}
-	lim := st.c.s.limits
-	if st.n == 0 {
-		st.buf = appendBatchHead(web.Buffer(), st.id, variant)
-		st.opened = time.Now()
-		st.gen++
-		gen := st.gen
-		st.timer = time.AfterFunc(lim.BatchWait, func() {
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			if st.gen == gen && st.n > 0 {
-				st.flushLocked()
-			}
-		})
-	} else {
-		st.buf = append(st.buf, ',')
-	}
-	st.buf = e.AppendCompactJSON(st.buf)
-	st.n++
-	st.sent[variant]++
-	if st.n >= lim.BatchEvents || time.Since(st.opened) >= lim.BatchWait {
-		st.flushLocked()
-	}
+	return err
 }
 
-func (st *stream) flushLocked() {
-	if st.n == 0 {
-		return
-	}
+// Open starts a batch (runsvc.BatchOut): a pooled buffer, and a timer that
+// sends the batch BatchWait later if it has not filled by then.
+func (st *stream) Open() []byte {
+	st.opened = time.Now()
+	st.gen++
+	gen := st.gen
+	st.timer = time.AfterFunc(st.c.s.limits.BatchWait, func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.gen == gen && st.b.Pending() > 0 {
+			st.b.Flush()
+		}
+	})
+	return web.Buffer()
+}
+
+// Send queues a control message of the Batcher (truncated).
+func (st *stream) Send(msg any) { st.c.send(encode(msg)) }
+
+// Batch queues a batch (runsvc.BatchOut): a real run's at once, where it
+// may be dropped; a model run's once the page has room for it.
+func (st *stream) Batch(data []byte) {
 	st.timer.Stop()
 	st.gen++
-	data := st.buf
-	st.buf, st.n = nil, 0
 	if st.turn == nil {
 		st.c.sendBatch(st.id, data, true)
 		return
 	}
 	if st.err == nil {
 		lim := st.c.s.limits
-		room := min(lim.ModelQueue, lim.ClientBuffer-len(data)-web.QueueOverhead-len(batchTailMax))
+		room := min(lim.ModelQueue, lim.ClientBuffer-len(data)-web.QueueOverhead-len(runsvc.EventsTailMax))
 		st.err = st.c.waitRoom(st.ctx, max(room, 0), st.turn, false)
 	}
 	if st.err != nil {
@@ -144,7 +132,7 @@ func (st *stream) flushLocked() {
 // flush sends the batch in progress (at the end of a variant).
 func (st *stream) flush() {
 	st.mu.Lock()
-	st.flushLocked()
+	st.b.Flush()
 	st.mu.Unlock()
 }
 
@@ -156,7 +144,7 @@ func (st *stream) flush() {
 func (st *stream) drain() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.flushLocked()
+	st.b.Flush()
 	if st.err == nil && st.turn != nil {
 		st.err = st.c.waitRoom(st.ctx, 0, st.turn, true)
 	}
@@ -193,7 +181,7 @@ func (st *stream) failure() error {
 // close flushes and ignores any later event.
 func (st *stream) close() {
 	st.mu.Lock()
-	st.flushLocked()
+	st.b.Flush()
 	st.closed = true
 	st.mu.Unlock()
 }
@@ -206,7 +194,7 @@ func (st *stream) sendStats() {
 	if st.closed {
 		return
 	}
-	st.flushLocked()
+	st.b.Flush()
 	for _, v := range st.order {
 		if !st.changed[v] {
 			continue

@@ -66,14 +66,20 @@ func (s *Session) exec(ctx context.Context, r *runsvc.Plan) error {
 	r.Start = time.Now()
 	s.send(r.Started())
 	res := &lab.BlockResult{ID: r.Block.ID, Title: r.Block.Title, Checks: []lab.Check{}}
-	b := &batcher{s: s, id: r.ID, lastYield: time.Now()}
+	b := &batcher{s: s, lastYield: time.Now()}
+	b.b = runsvc.NewBatcher(r.ID, limits, b)
+	b.b.OnlyDrawn = true
 	for _, v := range r.Sub.Variants {
 		one := *r.Sub
 		one.Variants = []*lab.Variant{v}
 		vctx, stop := context.WithCancelCause(ctx)
-		b.start(v.Name, stop)
-		vr, err := one.RunVariants(vctx, lab.RunOptions{Seed: r.Seed, Set: r.Set, Sink: func(_, _ string, e *sim.Event) { b.add(e) }})
-		b.flush()
+		sink := func(_, variant string, e *sim.Event) {
+			if err := b.add(variant, e); err != nil {
+				stop(err)
+			}
+		}
+		vr, err := one.RunVariants(vctx, lab.RunOptions{Seed: r.Seed, Set: r.Set, Sink: sink})
+		b.b.Flush()
 		if err != nil && vctx.Err() != nil {
 			err = context.Cause(vctx)
 		}
@@ -98,79 +104,33 @@ func (s *Session) exec(ctx context.Context, r *runsvc.Plan) error {
 	return nil
 }
 
-// A batcher turns one variant's events into `events` messages of at most
-// BatchEvents events, sends at most PageEvents of them (then one
-// `truncated`), counts requests against ModelRequests, and yields to the
-// host every YieldEvery. It sends the events the page's widget draws:
-// calls and sockets, not request and idle events (a third of a run's
-// events, which the widget skips), so that a run's picture holds more calls
-// within PageEvents and costs the page less.
+// A batcher hands a run's events to a runsvc.Batcher, which sends the
+// events the page's widget draws (OnlyDrawn), at most PageEvents of a
+// variant, and yields to the host every YieldEvery.
 type batcher struct {
 	s         *Session
-	id        string
-	variant   string
-	buf       []byte
-	n, sent   int
-	requests  int
-	cut, over bool
-	stop      context.CancelCauseFunc
+	b         *runsvc.Batcher
+	buf       []byte // the batches' buffer: Post copies what it keeps
 	lastYield time.Time
 	count     int
 }
 
-func (b *batcher) start(variant string, stop context.CancelCauseFunc) {
-	b.variant, b.n, b.sent, b.requests, b.cut, b.over, b.stop = variant, 0, 0, 0, false, false, stop
-}
-
-func (b *batcher) add(e *sim.Event) {
-	if b.over {
-		return
-	}
+func (b *batcher) add(variant string, e *sim.Event) error {
 	if b.count++; b.count%1024 == 0 && b.s.Yield != nil && time.Since(b.lastYield) >= YieldEvery {
-		b.flush()
+		b.b.Flush()
 		b.s.Yield()
 		b.lastYield = time.Now()
 	}
-	switch e.Kind {
-	case sim.KindRequest:
-		if b.requests++; b.requests > limits.ModelRequests {
-			b.over = true
-			b.stop(&runsvc.FieldError{Field: "duration", Msg: msgf.Sprintf("variant %q sent more than %d requests, more than a model run streams; shorten duration or set requests", b.variant, limits.ModelRequests)})
-		}
-		return
-	case sim.KindIdle:
-		return
-	}
-	if b.sent >= limits.ModelEvents {
-		if !b.cut {
-			b.cut = true
-			b.flush()
-			b.s.send(runsvc.Truncated{Type: "truncated", ID: b.id, Variant: b.variant, Sent: b.sent})
-		}
-		return
-	}
-	if b.n == 0 {
-		b.buf = append(b.buf[:0], `{"type":"events","id":`...)
-		b.buf = sim.AppendJSONString(b.buf, b.id)
-		b.buf = append(b.buf, `,"variant":`...)
-		b.buf = sim.AppendJSONString(b.buf, b.variant)
-		b.buf = append(b.buf, `,"events":[`...)
-	} else {
-		b.buf = append(b.buf, ',')
-	}
-	b.buf = e.AppendCompactJSON(b.buf)
-	b.n++
-	b.sent++
-	if b.n >= limits.BatchEvents {
-		b.flush()
-	}
+	return b.b.Add(variant, e)
 }
 
-func (b *batcher) flush() {
-	if b.n == 0 {
-		return
-	}
-	b.buf = append(b.buf, "]}"...)
-	b.n = 0
-	b.s.Post(b.buf) // Post copies what it keeps: the buffer is the next batch's
+// Open, Batch and Send are the batcher's runsvc.BatchOut: every batch is
+// written into the one buffer.
+func (b *batcher) Open() []byte { return b.buf[:0] }
+
+func (b *batcher) Batch(data []byte) {
+	b.buf = runsvc.AppendEventsTail(data, time.Time{})
+	b.s.Post(b.buf)
 }
+
+func (b *batcher) Send(msg any) { b.s.send(msg) }

@@ -1,8 +1,9 @@
 // Package runsvc is the run service that `sim serve` (package server, over
 // WebSocket) and the model in the page (package wasm, in the page's worker)
-// both are: the run messages of sim/server/PROTOCOL.md, and the checks and
-// limits of a run request (Planner), written once so that a widget gets the
-// same answer from either. The transports keep what is theirs: decoding,
+// both are: the run messages of sim/server/PROTOCOL.md, the checks and
+// limits of a run request (Planner) and the batching of a run's events
+// (Batcher), written once so that a widget gets the same answer from
+// either. The transports keep what is theirs: decoding,
 // encoding, queues and timers.
 //
 // The page's .wasm links this package: it uses no encoding/json, fmt or os
