@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
 
 	"github.com/connlab/connlab/sim/internal/runsvc"
@@ -23,12 +22,7 @@ func FuzzMessage(f *testing.F) {
 		m, reply := decode(data)
 		if reply == nil && m != nil && m.Type == "run" {
 			if _, err := s.planner.Plan(m); err != nil {
-				var fe *runsvc.FieldError
-				if errors.As(err, &fe) {
-					reply = errorMsg(m.ID, fe.Field, fe.Msg)
-				} else {
-					reply = errorMsg(m.ID, "", err.Error())
-				}
+				reply = errorOf(m.ID, err)
 			}
 		}
 		if m == nil && reply == nil {

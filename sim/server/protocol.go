@@ -46,6 +46,13 @@ func errorMsg(id, field, msg string) []byte {
 	return b
 }
 
+// errorOf is the error message of run id that err refused or stopped
+// (runsvc.ErrorOf), bounded as errorMsg bounds it.
+func errorOf(id string, err error) []byte {
+	e := runsvc.ErrorOf(id, err)
+	return errorMsg(e.ID, e.Field, e.Message)
+}
+
 // decode reads one client message; on error it returns the error reply
 // instead, naming the field at fault. Numbers in params stay json.Numbers
 // (jsonNumbers turns them into float64s), so that one a float64 cannot

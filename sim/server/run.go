@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +27,6 @@ type run struct {
 	cancel context.CancelCauseFunc
 }
 
-var errCancelled = errors.New("cancelled")
-
 // handle acts on one client message. Every refusal is an `error`
 // message; the socket stays open.
 func (c *client) handle(data []byte) {
@@ -42,12 +39,7 @@ func (c *client) handle(data []byte) {
 	case "run":
 		r, err := c.newRun(m)
 		if err != nil {
-			var fe *runsvc.FieldError
-			if errors.As(err, &fe) {
-				c.send(errorMsg(m.ID, fe.Field, fe.Msg))
-			} else {
-				c.send(errorMsg(m.ID, "", err.Error()))
-			}
+			c.send(errorOf(m.ID, err))
 			return
 		}
 		go r.exec()
@@ -59,7 +51,7 @@ func (c *client) handle(data []byte) {
 			c.send(errorMsg(m.ID, "id", fmt.Sprintf("no run with id %q in flight", m.ID)))
 			return
 		}
-		r.cancel(errCancelled)
+		r.cancel(runsvc.ErrCancelled)
 	}
 }
 
@@ -164,7 +156,8 @@ func (r *run) exec() {
 	}
 }
 
-// fail reports why a run stopped: nothing when its client left.
+// fail reports why a run stopped (runsvc.ErrorOf): nothing when its client
+// left.
 func (r *run) fail(err error) {
 	if r.c.ctx.Err() != nil {
 		return
@@ -172,23 +165,11 @@ func (r *run) fail(err error) {
 	if cause := context.Cause(r.ctx); cause != nil && r.ctx.Err() != nil {
 		err = cause
 	}
-	var fe *runsvc.FieldError
-	switch {
-	case errors.As(err, &fe):
-		r.c.send(errorMsg(r.ID, fe.Field, fe.Msg))
-	case errors.Is(err, errCancelled):
-		r.c.send(errorMsg(r.ID, "", "cancelled"))
-	default:
-		var pe *sim.ParamError
-		field := ""
-		if errors.As(err, &pe) {
-			field, _, _ = strings.Cut(pe.Key, "[")
-		}
-		r.c.send(errorMsg(r.ID, field, lab.PageMessage(err)))
-	}
+	r.c.send(errorOf(r.ID, err))
 }
 
-// execModel simulates each variant in turn: its events, then its stats.
+// execModel runs a model run (runsvc.Model) once it has its turns: the
+// socket's and a model slot.
 func (r *run) execModel() error {
 	s := r.c.s
 	// One model run of a socket at a time, then one of the server's
@@ -208,60 +189,42 @@ func (r *run) execModel() error {
 	ctx, cancel := context.WithTimeoutCause(r.ctx, s.limits.ModelRunTime,
 		fmt.Errorf("the run took longer than %s; make it smaller", s.limits.ModelRunTime))
 	defer cancel()
-	r.c.send(encode(r.Started()))
 	st := newModelStream(ctx, r.c, r.ID, t)
 	defer st.close()
-	res := &lab.BlockResult{ID: r.Block.ID, Title: r.Block.Title, Checks: []lab.Check{}}
-	for _, v := range r.Sub.Variants {
-		one := *r.Sub
-		one.Variants = []*lab.Variant{v}
-		sink := func(_, variant string, e *sim.Event) {
-			if err := st.add(variant, e); err != nil {
-				r.cancel(err) // over ModelRequests
-			}
-		}
-		vr, err := one.RunVariants(ctx, lab.RunOptions{Seed: r.Seed, Set: r.Set, Sink: sink})
-		st.flush()
-		if err == nil {
-			err = st.failure()
-		}
-		if err != nil {
-			return r.stopped(ctx, err)
-		}
-		x := vr.Variants[0]
-		res.Variants = append(res.Variants, x)
-		if x.Summary != nil {
-			if err := st.reply(encode(runsvc.Stats{Type: "stats", ID: r.ID, Variant: x.Name, Summary: x.Summary})); err != nil {
-				return r.stopped(ctx, err)
-			}
-		}
-	}
-	checks := []lab.Check{}
-	if r.Checked && len(r.Block.Expects) > 0 {
-		var err error
-		if checks, err = r.Block.CheckRun(ctx, r.Page, res, r.Seed); err != nil {
-			return err
-		}
-	}
-	if err := st.drain(); err != nil {
-		return r.stopped(ctx, err)
-	}
-	r.c.send(encode(r.doneMsg(res, nil, checks)))
-	return nil
-}
-
-// stopped is why a run whose step failed with err stopped: the context's
-// cause when it ended (a limit, a cancel), context.Canceled when the client
-// left, else err.
-func (r *run) stopped(ctx context.Context, err error) error {
-	switch {
-	case r.c.ctx.Err() != nil:
-		return context.Canceled
-	case ctx.Err() != nil && context.Cause(ctx) != nil:
-		return context.Cause(ctx)
+	err := runsvc.Model(ctx, r.Plan, &modelOut{r: r, st: st})
+	if err != nil && r.c.ctx.Err() != nil {
+		return context.Canceled // the client left: nothing to tell it
 	}
 	return err
 }
+
+// modelOut is a model run's runsvc.Out: messages go to the client, events
+// through the run's stream, which waits for the page's room.
+type modelOut struct {
+	r  *run
+	st *stream
+}
+
+func (o *modelOut) Send(msg any) { o.r.c.send(encode(msg)) }
+
+// Add's error, a variant over ModelRequests, stops the whole run at once,
+// its wait for the page's room included.
+func (o *modelOut) Add(variant string, e *sim.Event) error {
+	err := o.st.add(variant, e)
+	if err != nil {
+		o.r.cancel(err)
+	}
+	return err
+}
+
+func (o *modelOut) Flush() error {
+	o.st.flush()
+	return o.st.failure()
+}
+
+func (o *modelOut) Reply(msg any) error { return o.st.reply(encode(msg)) }
+
+func (o *modelOut) Drain() error { return o.st.drain() }
 
 // doneMsg is the run's done message; a real run's sets beside each
 // variant the model of its scenario (model).

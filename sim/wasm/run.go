@@ -2,26 +2,21 @@ package wasm
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/connlab/connlab/sim/internal/msgf"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/internal/runsvc"
-	"github.com/connlab/connlab/sim/lab"
 )
 
-// run checks a run request, waits for the session's turn and runs it. Every
-// refusal or failure is an `error` message naming its field.
+// run checks a run request, waits for the session's turn and runs it
+// (runsvc.Model). Every refusal or failure is an `error` message naming its
+// field.
 func (s *Session) run(m *runsvc.Run) {
 	r, err := s.planner.Plan(m)
 	if err != nil {
-		if fe, ok := as[*runsvc.FieldError](err); ok {
-			s.fail(m.ID, fe.Field, fe.Msg)
-		} else {
-			s.fail(m.ID, "", err.Error())
-		}
+		s.send(runsvc.ErrorOf(m.ID, err))
 		return
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -44,70 +39,18 @@ func (s *Session) run(m *runsvc.Run) {
 		return
 	}
 	defer s.release()
-	if err := s.exec(ctx, r); err != nil {
-		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
-			err = c
-		}
-		if fe, ok := as[*runsvc.FieldError](err); ok {
-			s.fail(r.ID, fe.Field, fe.Msg)
-		} else if pe, ok := as[*sim.ParamError](err); ok {
-			field, _, _ := strings.Cut(pe.Key, "[")
-			s.fail(r.ID, field, lab.PageMessage(err))
-		} else {
-			s.fail(r.ID, "", lab.PageMessage(err))
-		}
+	out := &modelOut{s: s, lastYield: time.Now()}
+	out.b = runsvc.NewBatcher(r.ID, limits, out)
+	out.b.OnlyDrawn = true
+	if err := runsvc.Model(ctx, r, out); err != nil {
+		s.send(runsvc.ErrorOf(r.ID, err))
 	}
 }
 
-// exec simulates each variant in turn, sending its events, then its stats;
-// then the done message with the block's expectations when it ran as
-// written.
-func (s *Session) exec(ctx context.Context, r *runsvc.Plan) error {
-	r.Start = time.Now()
-	s.send(r.Started())
-	res := &lab.BlockResult{ID: r.Block.ID, Title: r.Block.Title, Checks: []lab.Check{}}
-	b := &batcher{s: s, lastYield: time.Now()}
-	b.b = runsvc.NewBatcher(r.ID, limits, b)
-	b.b.OnlyDrawn = true
-	for _, v := range r.Sub.Variants {
-		one := *r.Sub
-		one.Variants = []*lab.Variant{v}
-		vctx, stop := context.WithCancelCause(ctx)
-		sink := func(_, variant string, e *sim.Event) {
-			if err := b.add(variant, e); err != nil {
-				stop(err)
-			}
-		}
-		vr, err := one.RunVariants(vctx, lab.RunOptions{Seed: r.Seed, Set: r.Set, Sink: sink})
-		b.b.Flush()
-		if err != nil && vctx.Err() != nil {
-			err = context.Cause(vctx)
-		}
-		stop(nil)
-		if err != nil {
-			return err
-		}
-		x := vr.Variants[0]
-		res.Variants = append(res.Variants, x)
-		if x.Summary != nil {
-			s.send(runsvc.Stats{Type: "stats", ID: r.ID, Variant: x.Name, Summary: x.Summary})
-		}
-	}
-	checks := []lab.Check{}
-	if r.Checked && len(r.Block.Expects) > 0 {
-		var err error
-		if checks, err = r.Block.CheckRun(ctx, r.Page, res, r.Seed); err != nil {
-			return err
-		}
-	}
-	s.send(r.Done(res, checks))
-	return nil
-}
-
-// A batcher hands a run's events to a runsvc.Batcher, which sends the
-// events the page's widget draws (OnlyDrawn), at most PageEvents of a
-// variant, and yields to the host every YieldEvery.
-type batcher struct {
+// modelOut is a run's runsvc.Out: the session posts its messages, and its
+// runsvc.Batcher the events the page's widget draws (OnlyDrawn), at most
+// PageEvents of a variant. It yields to the host every YieldEvery.
+type modelOut struct {
 	s         *Session
 	b         *runsvc.Batcher
 	buf       []byte // the batches' buffer: Post copies what it keeps
@@ -115,22 +58,36 @@ type batcher struct {
 	count     int
 }
 
-func (b *batcher) add(variant string, e *sim.Event) error {
-	if b.count++; b.count%1024 == 0 && b.s.Yield != nil && time.Since(b.lastYield) >= YieldEvery {
-		b.b.Flush()
-		b.s.Yield()
-		b.lastYield = time.Now()
+func (o *modelOut) Send(msg any) { o.s.send(msg) }
+
+func (o *modelOut) Add(variant string, e *sim.Event) error {
+	if o.count++; o.count%1024 == 0 && o.s.Yield != nil && time.Since(o.lastYield) >= YieldEvery {
+		o.b.Flush()
+		o.s.Yield()
+		o.lastYield = time.Now()
 	}
-	return b.b.Add(variant, e)
+	return o.b.Add(variant, e)
 }
 
-// Open, Batch and Send are the batcher's runsvc.BatchOut: every batch is
-// written into the one buffer.
-func (b *batcher) Open() []byte { return b.buf[:0] }
-
-func (b *batcher) Batch(data []byte) {
-	b.buf = runsvc.AppendEventsTail(data, time.Time{})
-	b.s.Post(b.buf)
+func (o *modelOut) Flush() error {
+	o.b.Flush()
+	return nil
 }
 
-func (b *batcher) Send(msg any) { b.s.send(msg) }
+// Reply sends a variant's stats at once: the page's worker has no queue
+// to wait for.
+func (o *modelOut) Reply(msg any) error {
+	o.s.send(msg)
+	return nil
+}
+
+func (o *modelOut) Drain() error { return nil }
+
+// Open and Batch are the run's runsvc.BatchOut (with Send): every batch
+// is written into the one buffer.
+func (o *modelOut) Open() []byte { return o.buf[:0] }
+
+func (o *modelOut) Batch(data []byte) {
+	o.buf = runsvc.AppendEventsTail(data, time.Time{})
+	o.s.Post(o.buf)
+}

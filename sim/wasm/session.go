@@ -135,13 +135,11 @@ func (s *Session) Handle(data []byte) {
 			s.fail(m.ID, "id", msgf.Sprintf("no run with id %q in flight", m.ID))
 			return
 		}
-		cancel(errCancelled)
+		cancel(runsvc.ErrCancelled)
 	default:
 		s.fail(m.ID, "type", msgf.Sprintf(`unknown message type %q: want "run", "cancel", "lab" or "exercises"`, m.Type))
 	}
 }
-
-var errCancelled = errors.New("cancelled")
 
 func labKey(name, lang string) string {
 	if lang == "" {
@@ -196,16 +194,3 @@ func (s *Session) take(ctx context.Context) bool {
 }
 
 func (s *Session) release() { <-s.turn }
-
-// as finds the first error of type T in err's chain, as errors.As does
-// (for chains of single errors), without errors.As's reflection, which
-// would add to the .wasm.
-func as[T error](err error) (T, bool) {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if t, ok := err.(T); ok {
-			return t, true
-		}
-	}
-	var zero T
-	return zero, false
-}

@@ -1,10 +1,12 @@
 // Package runsvc is the run service that `sim serve` (package server, over
 // WebSocket) and the model in the page (package wasm, in the page's worker)
 // both are: the run messages of sim/server/PROTOCOL.md, the checks and
-// limits of a run request (Planner) and the batching of a run's events
-// (Batcher), written once so that a widget gets the same answer from
-// either. The transports keep what is theirs: decoding,
-// encoding, queues and timers.
+// limits of a run request (Planner), the batching of a run's events
+// (Batcher), a model run from its started message to its done message
+// (Model) and the error message of a refusal or a failure (ErrorOf),
+// written once so that a widget gets the same answer from either. The
+// transports keep what is theirs (Out, BatchOut): decoding, encoding,
+// queues, timers and, for the server, real runs.
 //
 // The page's .wasm links this package: it uses no encoding/json, fmt or os
 // (msgf formats its messages; each transport encodes them, the page's with
