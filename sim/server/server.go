@@ -71,49 +71,40 @@ type Limits struct {
 	// Limits bound one run: its requests and events (runsvc, as the
 	// page's model has them).
 	runsvc.Limits
-	MessageBytes     int     // largest client message answered (bigger: an error frame)
-	HardMessageBytes int64   // past this the connection is closed (code 1009)
-	RunsPerSocket    int     // runs in flight on one socket
-	MessageRate      float64 // messages a second a socket may keep up sending
-	MessageBurst     int     // messages a socket may send at once
-	Strikes          int     // messages refused (over the rate) before the socket is closed
-	ModelRunTime     time.Duration
-	ModelRuns        int // model runs at once on the whole server (default: one per core, at least 2)
-	// ClientBuffer bounds the replies queued for one client: beyond it the
-	// oldest event batches of real runs are dropped, and a client whose
-	// other replies alone exceed it is dropped.
-	ClientBuffer  int
+	// ConnLimits bound the socket (web.Conn): its messages, its queue of
+	// replies (QueueBytes: beyond it the oldest event batches of real runs
+	// are dropped, and a client whose other replies alone exceed it is
+	// dropped), pings and writes. HardMessageBytes is more than
+	// MessageBytes: a message in between gets an error frame, a bigger one
+	// closes the socket (code 1009).
+	web.ConnLimits
+	RunsPerSocket int     // runs in flight on one socket
+	MessageRate   float64 // messages a second a socket may keep up sending
+	MessageBurst  int     // messages a socket may send at once
+	Strikes       int     // messages refused (over the rate) before the socket is closed
+	ModelRunTime  time.Duration
+	ModelRuns     int           // model runs at once on the whole server (default: one per core, at least 2)
 	ModelQueue    int           // bytes queued for a client before its model run pauses
 	StallWait     time.Duration // a paused model run keeps its slot while its client takes something this often
 	BatchWait     time.Duration
 	StatsEvery    time.Duration // real mode
-	PingPeriod    time.Duration
-	PongWait      time.Duration
-	WriteWait     time.Duration
 	HeaderTimeout time.Duration // to read a request's headers (Serve)
-	SocketBuffer  int           // the WebSocket's kernel send buffer (SO_SNDBUF; Linux doubles it)
 }
 
 // DefaultLimits are the limits of PROTOCOL.md.
 var DefaultLimits = Limits{
-	Limits:           runsvc.DefaultLimits,
-	MessageBytes:     16 << 10,
-	HardMessageBytes: 1 << 20,
-	RunsPerSocket:    4,
-	MessageRate:      20,
-	MessageBurst:     60,
-	Strikes:          100,
-	ModelRunTime:     30 * time.Second,
-	ClientBuffer:     1 << 20,
-	ModelQueue:       128 << 10,
-	StallWait:        50 * time.Millisecond,
-	BatchWait:        50 * time.Millisecond,
-	StatsEvery:       time.Second,
-	PingPeriod:       30 * time.Second,
-	PongWait:         60 * time.Second,
-	WriteWait:        10 * time.Second,
-	HeaderTimeout:    5 * time.Second,
-	SocketBuffer:     128 << 10,
+	Limits:        runsvc.DefaultLimits,
+	ConnLimits:    web.DefaultConnLimits,
+	RunsPerSocket: 4,
+	MessageRate:   20,
+	MessageBurst:  60,
+	Strikes:       100,
+	ModelRunTime:  30 * time.Second,
+	ModelQueue:    128 << 10,
+	StallWait:     50 * time.Millisecond,
+	BatchWait:     50 * time.Millisecond,
+	StatsEvery:    time.Second,
+	HeaderTimeout: 5 * time.Second,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -132,10 +123,7 @@ func (l Limits) withDefaults() Limits {
 		}
 	}
 	l.Limits = l.Limits.WithDefaults()
-	fill(&l.MessageBytes, d.MessageBytes)
-	if l.HardMessageBytes <= 0 {
-		l.HardMessageBytes = d.HardMessageBytes
-	}
+	l.ConnLimits = l.ConnLimits.WithDefaults()
 	l.HardMessageBytes = max(l.HardMessageBytes, int64(l.MessageBytes)+1)
 	fill(&l.RunsPerSocket, d.RunsPerSocket)
 	if l.MessageRate <= 0 {
@@ -145,17 +133,12 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.Strikes, d.Strikes)
 	fillD(&l.ModelRunTime, d.ModelRunTime)
 	fill(&l.ModelRuns, d.ModelRuns)
-	fill(&l.ClientBuffer, d.ClientBuffer)
 	fill(&l.ModelQueue, d.ModelQueue)
-	l.ModelQueue = min(l.ModelQueue, l.ClientBuffer)
+	l.ModelQueue = min(l.ModelQueue, l.QueueBytes)
 	fillD(&l.StallWait, d.StallWait)
 	fillD(&l.BatchWait, d.BatchWait)
 	fillD(&l.StatsEvery, d.StatsEvery)
-	fillD(&l.PingPeriod, d.PingPeriod)
-	fillD(&l.PongWait, d.PongWait)
-	fillD(&l.WriteWait, d.WriteWait)
 	fillD(&l.HeaderTimeout, d.HeaderTimeout)
-	fill(&l.SocketBuffer, d.SocketBuffer)
 	return l
 }
 
@@ -343,8 +326,7 @@ func (s *Server) closeWithin(d time.Duration) bool {
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	lim := s.limits
 	conn, err := web.Accept(w, r, web.ConnOptions{
-		Limits: web.ConnLimits{MessageBytes: lim.MessageBytes, HardMessageBytes: lim.HardMessageBytes, QueueBytes: lim.ClientBuffer,
-			PingPeriod: lim.PingPeriod, PongWait: lim.PongWait, WriteWait: lim.WriteWait, SocketBuffer: lim.SocketBuffer},
+		Limits:  lim.ConnLimits,
 		Parent:  s.ctx,
 		Dropped: droppedMsg,
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/connlab/connlab/sim/harness"
 	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
+	"github.com/connlab/connlab/sim/web"
 	"github.com/gorilla/websocket"
 )
 
@@ -821,7 +822,7 @@ func TestSlowClientDrops(t *testing.T) {
 	const n = 50000 // calls, each with its request: 100,000 events
 	f := &fakeReal{release: make(chan struct{}), events: n}
 	close(f.release)
-	s := newTestServer(t, Options{Real: f.run, Limits: Limits{Limits: runsvc.Limits{RealRequests: n}, ClientBuffer: 64 << 10, WriteWait: time.Minute}})
+	s := newTestServer(t, Options{Real: f.run, Limits: Limits{Limits: runsvc.Limits{RealRequests: n}, ConnLimits: web.ConnLimits{QueueBytes: 64 << 10, WriteWait: time.Minute}}})
 	slow, _, err := smallBufferDialer.Dial(s.url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -868,7 +869,7 @@ func TestSlowClientDrops(t *testing.T) {
 // A model run waits a little for a client that reads a little slower than
 // the model computes, instead of dropping its events.
 func TestModelBackpressure(t *testing.T) {
-	s := newTestServer(t, Options{Limits: Limits{ClientBuffer: 32 << 10}})
+	s := newTestServer(t, Options{Limits: Limits{ConnLimits: web.ConnLimits{QueueBytes: 32 << 10}}})
 	c := s.dial(t)
 	send(t, c, runReq{Type: "run", ID: "bp", Lab: "php-persistent-share", Block: "across-requests", Params: map[string]any{"requests": 1000}})
 	n := 0
@@ -1248,7 +1249,7 @@ func TestServeShutdownFreshConn(t *testing.T) {
 // The server pings; a page that answers stays, one that stops reading is
 // closed after PongWait.
 func TestPingPong(t *testing.T) {
-	s := newTestServer(t, Options{Limits: Limits{PingPeriod: 50 * time.Millisecond, PongWait: 500 * time.Millisecond}})
+	s := newTestServer(t, Options{Limits: Limits{ConnLimits: web.ConnLimits{PingPeriod: 50 * time.Millisecond, PongWait: 500 * time.Millisecond}}})
 	live := s.dial(t)
 	mute := s.dial(t)
 	// live reads (and so answers pings) for more than 2 pong waits.
@@ -1320,7 +1321,7 @@ var smallBufferDialer = websocket.Dialer{NetDialContext: func(ctx context.Contex
 // A page that stops reading during model runs holds none of the server's
 // model slots: another page's runs go on.
 func TestSlowModelClientHoldsOneSlot(t *testing.T) {
-	s := newTestServer(t, Options{Limits: Limits{ModelRuns: 1, WriteWait: time.Minute}})
+	s := newTestServer(t, Options{Limits: Limits{ModelRuns: 1, ConnLimits: web.ConnLimits{WriteWait: time.Minute}}})
 	slow, _, err := smallBufferDialer.Dial(s.url, nil)
 	if err != nil {
 		t.Fatal(err)

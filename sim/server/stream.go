@@ -114,7 +114,7 @@ func (st *stream) Batch(data []byte) {
 	}
 	if st.err == nil {
 		lim := st.c.s.limits
-		room := min(lim.ModelQueue, lim.ClientBuffer-len(data)-web.QueueOverhead-len(runsvc.EventsTailMax))
+		room := min(lim.ModelQueue, lim.QueueBytes-len(data)-web.QueueOverhead-len(runsvc.EventsTailMax))
 		st.err = st.c.waitRoom(st.ctx, max(room, 0), st.turn, false)
 	}
 	if st.err != nil {
@@ -161,7 +161,7 @@ func (st *stream) reply(data []byte) error {
 	defer st.mu.Unlock()
 	if st.err == nil && st.turn != nil {
 		lim := st.c.s.limits
-		st.err = st.c.waitRoom(st.ctx, max(lim.ClientBuffer-len(data)-web.QueueOverhead, 0), st.turn, true)
+		st.err = st.c.waitRoom(st.ctx, max(lim.QueueBytes-len(data)-web.QueueOverhead, 0), st.turn, true)
 	}
 	if st.err != nil {
 		return st.err
