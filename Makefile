@@ -87,7 +87,7 @@ gen: build
 # BENCH=Model BENCHPKG=./site shows the size and the re-run time).
 # wasmpack then merges the linker's tens of thousands of data segments
 # (internal/wasmpack): the module is larger, its gzip smaller.
-WASMCOLD := reflect strings strconv sort slices time github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite github.com/connlab/connlab/sim/internal/msgf github.com/connlab/connlab/sim/wasm
+WASMCOLD := reflect strings strconv sort slices time github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite github.com/connlab/connlab/sim/internal/msgf github.com/connlab/connlab/sim/internal/runsvc github.com/connlab/connlab/sim/wasm
 wasm:
 	@mkdir -p $(WASMDIR)
 	GOOS=js GOARCH=wasm $(GO) build -tags nolabparse -trimpath -ldflags='-s -w' $(foreach p,$(WASMCOLD),-gcflags=$(p)=-l) -o $(WASMDIR)/sim.wasm.tmp ./sim/cmd/simwasm

@@ -59,11 +59,11 @@ func (c *client) refuse() {
 // queue's bound is dropped.
 func (c *client) send(data []byte) { c.conn.Send(data) }
 
-// sendBatch closes an event batch of run id (runsvc.AppendEventsTail: the
+// sendBatch closes an event batch of run id (runsvc.AppendEventsTailAt: the
 // time it enters the queue) and queues it. A real run's batches may be dropped; a
 // model run calls waitRoom first, so its batches are never dropped.
 func (c *client) sendBatch(id string, data []byte, droppable bool) {
-	data = runsvc.AppendEventsTail(data, time.Now())
+	data = runsvc.AppendEventsTailAt(data, time.Now())
 	c.conn.Queue(web.Msg{Data: data, Droppable: droppable, Key: id, Pooled: true})
 }
 

@@ -88,6 +88,6 @@ func (o *modelOut) Drain() error { return nil }
 func (o *modelOut) Open() []byte { return o.buf[:0] }
 
 func (o *modelOut) Batch(data []byte) {
-	o.buf = runsvc.AppendEventsTail(data, time.Time{})
+	o.buf = runsvc.AppendEventsTail(data)
 	o.s.Post(o.buf)
 }

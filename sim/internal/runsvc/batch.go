@@ -18,20 +18,19 @@ func AppendEventsHead(b []byte, id, variant string) []byte {
 	return append(b, `,"events":[`...)
 }
 
-// AppendEventsTail closes an events message. A non-zero at adds server_ms,
-// the server's clock (Unix milliseconds) when the batch entered the
-// socket's send queue, so a page or a benchmark can measure delivery
-// delay; the page's model, in the page, adds none.
-func AppendEventsTail(b []byte, at time.Time) []byte {
-	if at.IsZero() {
-		return append(b, "]}"...)
-	}
+// AppendEventsTail closes an events message, as the page's model does.
+func AppendEventsTail(b []byte) []byte { return append(b, "]}"...) }
+
+// AppendEventsTailAt closes an events message with server_ms, the server's
+// clock (Unix milliseconds) at when the batch entered the socket's send
+// queue, so a page or a benchmark can measure delivery delay.
+func AppendEventsTailAt(b []byte, at time.Time) []byte {
 	b = append(b, `],"server_ms":`...)
 	b = strconv.AppendFloat(b, float64(at.UnixMicro())/1000, 'f', 3, 64)
 	return append(b, '}')
 }
 
-// EventsTailMax is at least as long as what AppendEventsTail appends.
+// EventsTailMax is at least as long as what AppendEventsTailAt appends.
 const EventsTailMax = `],"server_ms":99999999999999.999}`
 
 // BatchOut is what a Batcher hands its messages to: the transport, with
@@ -40,7 +39,8 @@ type BatchOut interface {
 	// Open returns the buffer a new batch is written into (empty, its
 	// capacity reused): a batch has begun.
 	Open() []byte
-	// Batch takes a batch: an events message without its tail. The
+	// Batch takes a batch: an events message without its tail
+	// (AppendEventsTail, AppendEventsTailAt). The
 	// Batcher does not touch data again.
 	Batch(data []byte)
 	// Send sends a control message (Truncated) at once.

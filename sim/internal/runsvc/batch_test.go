@@ -19,7 +19,7 @@ type outbox struct {
 func (o *outbox) Open() []byte { return nil }
 
 func (o *outbox) Batch(data []byte) {
-	o.msgs = append(o.msgs, string(AppendEventsTail(data, time.Time{})))
+	o.msgs = append(o.msgs, string(AppendEventsTail(data)))
 }
 
 func (o *outbox) Send(msg any) {
@@ -93,10 +93,10 @@ func TestBatcher(t *testing.T) {
 // The head and tail of an events message, with and without server_ms.
 func TestEventsHeadTail(t *testing.T) {
 	b := AppendEventsHead(nil, `i"d`, "v")
-	if got, want := string(AppendEventsTail(b, time.Time{})), `{"type":"events","id":"i\"d","variant":"v","events":[]}`; got != want {
+	if got, want := string(AppendEventsTail(b)), `{"type":"events","id":"i\"d","variant":"v","events":[]}`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
-	tail := string(AppendEventsTail(nil, time.UnixMicro(1_700_000_000_123_456)))
+	tail := string(AppendEventsTailAt(nil, time.UnixMicro(1_700_000_000_123_456)))
 	if tail != `],"server_ms":1700000000123.456}` || len(tail) > len(EventsTailMax) {
 		t.Errorf("tail %s", tail)
 	}

@@ -103,7 +103,7 @@ func ErrorOf(id string, err error) *Error {
 		e.Field, e.Message = fe.Field, fe.Msg
 		return e
 	}
-	if errors.Is(err, ErrCancelled) {
+	if is(err, ErrCancelled) {
 		e.Message = "cancelled"
 		return e
 	}
@@ -114,28 +114,39 @@ func ErrorOf(id string, err error) *Error {
 	return e
 }
 
-// as finds the first error of type T in err's tree, depth first, as
-// errors.As does, without errors.As's reflection, which would add to the
-// page's .wasm.
+// is reports whether target is in err's tree, as errors.Is does for an
+// error compared by identity, without errors.Is.
+func is(err, target error) bool {
+	return find(err, func(e error) bool { return e == target }) != nil
+}
+
+// as finds the first error of type T in err's tree, as errors.As does,
+// without errors.As's reflection, which would add to the page's .wasm.
 func as[T error](err error) (T, bool) {
+	t, ok := find(err, func(e error) bool { _, ok := e.(T); return ok }).(T)
+	return t, ok
+}
+
+// find returns the first error in err's tree, depth first as errors.As
+// looks, that match accepts; nil if none.
+func find(err error, match func(error) bool) error {
 	for err != nil {
-		if t, ok := err.(T); ok {
-			return t, true
+		if match(err) {
+			return err
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
-				if t, ok := as[T](e); ok {
-					return t, true
+				if f := find(e, match); f != nil {
+					return f
 				}
 			}
-			err = nil
+			return nil
 		default:
-			err = nil
+			return nil
 		}
 	}
-	var zero T
-	return zero, false
+	return nil
 }

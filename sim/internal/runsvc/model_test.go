@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/connlab/connlab/sim"
 	"github.com/connlab/connlab/sim/lab"
@@ -75,5 +76,33 @@ func TestPlan(t *testing.T) {
 	}
 	if s := p.Started(); s.Mode != "model" || s.Params["persistent"]["rtt"] != "7ms" || len(s.Variants) != 1 {
 		t.Errorf("started: %+v", s)
+	}
+}
+
+// A real run's limits name the key and say the bound, in the words
+// PROTOCOL.md's limits have always had.
+func TestRealLimits(t *testing.T) {
+	lim := DefaultLimits
+	for _, c := range []struct {
+		set   func(*sim.Scenario)
+		field string
+		msg   string
+	}{
+		{func(s *sim.Scenario) { s.Requests = 3000 }, "requests", "requests: 3000 is too many for a real run (at most 2000)"},
+		{func(s *sim.Scenario) { s.Requests, s.Duration = 0, 10*time.Minute }, "duration", "duration: 600s is too long for a real run (at most 120s)"},
+		{func(s *sim.Scenario) { s.Requests, s.Load, s.Rate, s.Duration = 0, sim.LoadOpen, 100, time.Minute }, "rate", "rate: rate × duration = 6000 requests, too many for a real run (at most 2000)"},
+		{func(s *sim.Scenario) { s.RTT = 2 * time.Second }, "rtt", "rtt: 2s is too long for a real run (at most 1s)"},
+		{func(s *sim.Scenario) { s.Concurrency = 500 }, "concurrency", "concurrency: 500 is too many for a real run (at most 200)"},
+	} {
+		s := sim.Default()
+		c.set(&s)
+		err := checkLimits(&s, "real", lim)
+		if err == nil || err.Field != c.field || err.Msg != c.msg {
+			t.Errorf("got %v, want %s: %s", err, c.field, c.msg)
+		}
+	}
+	s := sim.Default()
+	if err := checkLimits(&s, "real", lim); err != nil {
+		t.Errorf("the default scenario: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package runsvc
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/connlab/connlab/sim"
@@ -68,7 +69,7 @@ type FieldError = lab.FieldError
 type Planner struct {
 	// Lookup finds a page's lab by its name (Run.Lab).
 	Lookup func(name string) (*lab.Lab, error)
-	Limits Limits
+	Limits Limits // every field set (WithDefaults)
 	// NoReal, when set, refuses every real run with this message: the
 	// transport has none.
 	NoReal string
@@ -132,12 +133,11 @@ func (pl *Planner) Plan(m *Run) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	lim := pl.Limits.WithDefaults()
 	for i, sc := range req.Scenarios {
 		if sc == nil {
 			continue // a variant whose error the lesson expects
 		}
-		if err := checkLimits(sc, mode, lim); err != nil {
+		if err := checkLimits(sc, mode, pl.Limits); err != nil {
 			if len(req.Sub.Variants) > 1 {
 				err.Msg = msgf.Sprintf("variant %q: %s", req.Sub.Variants[i].Name, err.Msg)
 			}
@@ -163,19 +163,25 @@ func checkLimits(s *sim.Scenario, mode string, lim Limits) *FieldError {
 		}
 		return nil
 	}
+	// One message for the keys over a real run's bound: "KEY: VALUE is too
+	// many|long for a real run (at most BOUND)", one call of Sprintf (each
+	// adds to the page's .wasm, which links this too).
+	key, got, bound, too := "", "", "", "many"
 	switch {
 	case s.Requests > lim.RealRequests:
-		return &FieldError{Field: "requests", Msg: msgf.Sprintf("requests: %d is too many for a real run (at most %d)", s.Requests, lim.RealRequests)}
+		key, got, bound = "requests", strconv.Itoa(s.Requests), strconv.Itoa(lim.RealRequests)
 	case s.Duration > lim.RealDuration:
-		return &FieldError{Field: "duration", Msg: msgf.Sprintf("duration: %s is too long for a real run (at most %s)", sim.FormatDuration(s.Duration), sim.FormatDuration(lim.RealDuration))}
+		key, got, bound, too = "duration", sim.FormatDuration(s.Duration), sim.FormatDuration(lim.RealDuration), "long"
 	case s.Requests == 0 && s.Load == sim.LoadOpen && s.Rate*s.Duration.Seconds() > float64(lim.RealRequests):
 		return &FieldError{Field: "rate", Msg: msgf.Sprintf("rate: rate × duration = %.0f requests, too many for a real run (at most %d)", s.Rate*s.Duration.Seconds(), lim.RealRequests)}
 	case s.RTT > lim.RealRTT:
-		return &FieldError{Field: "rtt", Msg: msgf.Sprintf("rtt: %s is too long for a real run (at most %s)", sim.FormatDuration(s.RTT), sim.FormatDuration(lim.RealRTT))}
+		key, got, bound, too = "rtt", sim.FormatDuration(s.RTT), sim.FormatDuration(lim.RealRTT), "long"
 	case s.Concurrency > lim.RealConcurrency:
-		return &FieldError{Field: "concurrency", Msg: msgf.Sprintf("concurrency: %d is too many for a real run (at most %d)", s.Concurrency, lim.RealConcurrency)}
+		key, got, bound = "concurrency", strconv.Itoa(s.Concurrency), strconv.Itoa(lim.RealConcurrency)
+	default:
+		return nil
 	}
-	return nil
+	return &FieldError{Field: key, Msg: key + ": " + got + " is too " + too + " for a real run (at most " + bound + ")"}
 }
 
 // Started is the run's started message: each variant's effective
