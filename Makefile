@@ -82,9 +82,10 @@ gen: build
 # readers: the page hands the model its labs as data (make data). Written
 # whole or not at all. WASMCOLD are packages a run spends little of its
 # time in (messages, time, reflection, reading a lab and its JSON, number
-# formatting, sorting, the worker's session): built without inlining,
-# which there only adds bytes to every reader's download (make bench
-# BENCH=Model BENCHPKG=./site shows the size and the re-run time).
+# formatting, sorting, the worker's session and the run service it
+# shares with sim serve): built without inlining, which there only adds
+# bytes to every reader's download (make bench BENCH=Model
+# BENCHPKG=./site shows the size and the re-run time).
 # wasmpack then merges the linker's tens of thousands of data segments
 # (internal/wasmpack): the module is larger, its gzip smaller.
 WASMCOLD := reflect strings strconv sort slices time github.com/connlab/connlab/sim/lab github.com/connlab/connlab/sim/internal/jsonlite github.com/connlab/connlab/sim/internal/msgf github.com/connlab/connlab/sim/internal/runsvc github.com/connlab/connlab/sim/wasm

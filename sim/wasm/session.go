@@ -3,9 +3,11 @@
 // GOARCH=wasm, and the page's worker passes it the messages it would send
 // to /ws. It answers model runs with the messages of
 // sim/server/PROTOCOL.md (started, events, stats, truncated, done, error),
-// from the same lab and sim code as `sim serve` and `sim run`, so the same
-// run gives the same bytes; and a lab's exercises for a seed, as GET
-// /exercise/api answers them.
+// from the same lab and sim code as `sim serve` and `sim run`, and the run
+// service it shares with `sim serve` (runsvc: the messages, the checks and
+// limits, the batches, a model run's course), so the same run gives the
+// same bytes; and a lab's exercises for a seed, as GET /exercise/api
+// answers them.
 //
 // The page gives it each lab as data (`sim lab --json`, lab.FromData), not
 // as Markdown, so the .wasm needs no Markdown or TOML reader (the lab
