@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,6 +91,51 @@ func decode(data []byte) (*runsvc.Run, []byte) {
 		return nil, errorMsg(m.ID, "type", `a message needs a "type": "run" or "cancel"`)
 	}
 	return nil, errorMsg(m.ID, "type", fmt.Sprintf(`unknown message type %q: want "run" or "cancel"`, lab.Clip(m.Type, 32)))
+}
+
+// jsonNumbers gives a run's params (decoded with json.Decoder.UseNumber)
+// the float64s encoding/json gives an `any`; a number a float64 cannot
+// hold is refused as encoding/json refuses it, naming its key, the first
+// in key order.
+func jsonNumbers(params map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(params))
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		v, err := floats(params[k])
+		if err != nil {
+			return nil, &runsvc.FieldError{Field: k, Msg: fmt.Sprintf("%s: %v", k, err)}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// floats replaces the json.Numbers in v with float64s, in place.
+func floats(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, &json.UnmarshalTypeError{Value: "number " + string(x), Type: reflect.TypeFor[float64]()}
+		}
+		return f, nil
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			f, err := floats(x[k])
+			if err != nil {
+				return nil, err
+			}
+			x[k] = f
+		}
+	case []any:
+		for i := range x {
+			f, err := floats(x[i])
+			if err != nil {
+				return nil, err
+			}
+			x[i] = f
+		}
+	}
+	return v, nil
 }
 
 // jsonError names the field of a decoding error.

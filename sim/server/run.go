@@ -2,13 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -84,51 +79,6 @@ func (c *client) newRun(m *runsvc.Run) (*run, error) {
 
 // noReal is why a server without Options.Real refuses real runs.
 const noReal = "real runs are not available in this build of sim serve; model runs are"
-
-// jsonNumbers gives a run's params (decoded with json.Decoder.UseNumber)
-// the float64s encoding/json gives an `any`; a number a float64 cannot
-// hold is refused as encoding/json refuses it, naming its key, the first
-// in key order.
-func jsonNumbers(params map[string]any) (map[string]any, error) {
-	out := make(map[string]any, len(params))
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		v, err := floats(params[k])
-		if err != nil {
-			return nil, &runsvc.FieldError{Field: k, Msg: fmt.Sprintf("%s: %v", k, err)}
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-// floats replaces the json.Numbers in v with float64s, in place.
-func floats(v any) (any, error) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return nil, &json.UnmarshalTypeError{Value: "number " + string(x), Type: reflect.TypeFor[float64]()}
-		}
-		return f, nil
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			f, err := floats(x[k])
-			if err != nil {
-				return nil, err
-			}
-			x[k] = f
-		}
-	case []any:
-		for i := range x {
-			f, err := floats(x[i])
-			if err != nil {
-				return nil, err
-			}
-			x[i] = f
-		}
-	}
-	return v, nil
-}
 
 // exec runs r to its end and reports it; it is the run's goroutine.
 func (r *run) exec() {
