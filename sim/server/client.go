@@ -59,9 +59,10 @@ func (c *client) refuse() {
 // queue's bound is dropped.
 func (c *client) send(data []byte) { c.conn.Send(data) }
 
-// sendBatch closes an event batch of run id (runsvc.AppendEventsTailAt: the
-// time it enters the queue) and queues it. A real run's batches may be dropped; a
-// model run calls waitRoom first, so its batches are never dropped.
+// sendBatch closes an event batch of run id (runsvc.AppendEventsTailAt:
+// the time it enters the queue) and queues it. A real run's batches may be
+// dropped; a model run calls waitRoom first, so its batches are never
+// dropped.
 func (c *client) sendBatch(id string, data []byte, droppable bool) {
 	data = runsvc.AppendEventsTailAt(data, time.Now())
 	c.conn.Queue(web.Msg{Data: data, Droppable: droppable, Key: id, Pooled: true})
