@@ -131,16 +131,8 @@ func until(t testing.TB, c *websocket.Conn, id, typ string) (msg, []msg) {
 	}
 }
 
-type runReq struct {
-	Type     string         `json:"type"`
-	ID       string         `json:"id"`
-	Lab      string         `json:"lab"`
-	Block    string         `json:"block"`
-	Mode     string         `json:"mode,omitempty"`
-	Params   map[string]any `json:"params,omitempty"`
-	Variants []string       `json:"variants,omitempty"`
-	Seed     *uint64        `json:"seed,omitempty"`
-}
+// runReq is the run message the tests send: the page's (runsvc.Run).
+type runReq = runsvc.Run
 
 func asJSON(v any) string {
 	b, _ := json.Marshal(v)
