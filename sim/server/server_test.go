@@ -436,7 +436,7 @@ func TestBadParams(t *testing.T) {
 	}})
 	c := s.dial(t)
 	cases := []struct {
-		mode   string
+		mode   runsvc.RunMode
 		params map[string]any
 		field  string
 		want   string

@@ -18,21 +18,32 @@ import (
 	"github.com/connlab/connlab/sim/lab"
 )
 
+// RunMode is what a run runs: the model, or the real software on loopback.
+type RunMode string
+
+const (
+	ModeModel RunMode = "model" // the simulator (also when a run names none)
+	ModeReal  RunMode = "real"  // real servers and clients on this machine (sim serve only)
+)
+
+// RunModes lists the modes, for the schema.
+var RunModes = []RunMode{ModeModel, ModeReal}
+
 // The messages of PROTOCOL.md, each declared once. A message's Type is
 // its literal, set by whoever builds it.
 
 // Run starts a run of one block (client → server).
 type Run struct {
-	Type  string `json:"type"` // "run"
-	ID    string `json:"id"`
-	Lab   string `json:"lab"`
-	Block string `json:"block"`
-	Mode  string `json:"mode"` // "model" (also when empty) or "real"
+	Type  string  `json:"type"` // "run"
+	ID    string  `json:"id"`
+	Lab   string  `json:"lab"`
+	Block string  `json:"block"`
+	Mode  RunMode `json:"mode,omitempty"` // none: model
 	// Params: scenario key → value, as JSON decodes it (a string, a number,
 	// a boolean…).
-	Params   map[string]any `json:"params"`
-	Variants []string       `json:"variants"` // none: all
-	Seed     *uint64        `json:"seed"`     // none: 1
+	Params   map[string]any `json:"params,omitempty"`
+	Variants []string       `json:"variants,omitempty"` // none: all
+	Seed     *uint64        `json:"seed,omitempty"`     // none: 1
 }
 
 // Cancel stops a run (client → server). The transports decode it as a
@@ -58,8 +69,8 @@ type ExercisesReq struct {
 	Type string  `json:"type"` // "exercises"
 	ID   string  `json:"id"`
 	Lab  string  `json:"lab"`
-	Lang string  `json:"lang"` // none: "en"
-	Seed *uint64 `json:"seed"` // none: 0
+	Lang string  `json:"lang,omitempty"` // none: "en"
+	Seed *uint64 `json:"seed,omitempty"` // none: 0
 }
 
 // Error refuses a message or reports why a run stopped (server → client).
@@ -87,7 +98,7 @@ type VariantName struct {
 type Started struct {
 	Type     string                       `json:"type"` // "started"
 	ID       string                       `json:"id"`
-	Mode     string                       `json:"mode"`
+	Mode     RunMode                      `json:"mode"`
 	Block    string                       `json:"block"`
 	Title    string                       `json:"title"`
 	Variants []VariantName                `json:"variants"`

@@ -82,7 +82,7 @@ type Planner struct {
 // A Plan is a checked run request.
 type Plan struct {
 	ID    string
-	Mode  string     // "model" or "real"
+	Mode  RunMode
 	Page  *lab.Lab   // the page
 	Block *lab.Block // the page's block
 	Sub   *lab.Block // the block with the variants asked for
@@ -108,12 +108,12 @@ func (pl *Planner) Plan(m *Run) (*Plan, error) {
 	}
 	mode := m.Mode
 	if mode == "" {
-		mode = "model"
+		mode = ModeModel
 	}
-	if mode != "model" && mode != "real" {
-		return nil, &FieldError{Field: "mode", Msg: msgf.Sprintf(`mode %q: want "model" or "real"`, lab.Clip(m.Mode, 32))}
+	if mode != ModeModel && mode != ModeReal {
+		return nil, &FieldError{Field: "mode", Msg: msgf.Sprintf(`mode %q: want "model" or "real"`, lab.Clip(string(m.Mode), 32))}
 	}
-	if mode == "real" && pl.NoReal != "" {
+	if mode == ModeReal && pl.NoReal != "" {
 		return nil, &FieldError{Field: "mode", Msg: pl.NoReal}
 	}
 	if m.Lab == "" {
@@ -149,12 +149,12 @@ func (pl *Planner) Plan(m *Run) (*Plan, error) {
 		seed = *m.Seed
 	}
 	return &Plan{ID: m.ID, Mode: mode, Page: page, Block: req.Block, Sub: req.Sub, Set: req.Set, Seed: seed,
-		Checked: mode == "model" && req.Checked}, nil
+		Checked: mode == ModeModel && req.Checked}, nil
 }
 
 // checkLimits bounds a run by a variant's effective scenario.
-func checkLimits(s *sim.Scenario, mode string, lim Limits) *FieldError {
-	if mode == "model" {
+func checkLimits(s *sim.Scenario, mode RunMode, lim Limits) *FieldError {
+	if mode == ModeModel {
 		if s.Requests > lim.ModelRequests {
 			return &FieldError{Field: "requests", Msg: msgf.Sprintf("requests: %d is more than a model run streams (at most %d)", s.Requests, lim.ModelRequests)}
 		}
