@@ -6,8 +6,8 @@ import (
 )
 
 // Schema describes what the simulator reads and writes, for programs that
-// are not Go (the site's TypeScript types are to be generated from it); `sim
-// schema --json` prints it. Every part is derived from the Go definitions:
+// are not Go (the site's TypeScript types are generated from it: sim schema
+// --ts); `sim schema --json` prints it. Every part is derived from the Go definitions:
 // the scenario's struct tags, the vocabulary, the phase table and the JSON
 // tags of the result types. Its shape:
 //
@@ -18,6 +18,8 @@ import (
 //	                              every vocabulary type and its values, in order
 //	  "phases": [Phase],          a call's times in order (queue, then curl's five)
 //	  "types":  {"Event": [Field], "Summary": [Field], "Stat": [Field], "Sample": [Field], …}
+//	  "messages": {"client": [Message], "server": [Message]}
+//	                              the run protocol's messages: each its "type" and its entry of types
 //	}
 //
 // A Field is {"name", "type", "unit", "enum", "nullable", "optional",
@@ -49,6 +51,9 @@ type Message struct {
 // of that Go type that AddType describes later.
 func AddEnum[T ~string](s *Schema, values []T) {
 	t := reflect.TypeFor[T]()
+	if _, ok := s.Enums[t.Name()]; ok {
+		panic("sim: the schema has an enum named " + t.Name() + " already")
+	}
 	for _, v := range values {
 		s.Enums[t.Name()] = append(s.Enums[t.Name()], string(v))
 	}

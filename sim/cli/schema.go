@@ -11,8 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/connlab/connlab/sim"
-	"github.com/connlab/connlab/sim/harness"
-	"github.com/connlab/connlab/sim/internal/runmsg"
+	"github.com/connlab/connlab/sim/internal/runsvc"
 	"github.com/connlab/connlab/sim/lab"
 )
 
@@ -42,9 +41,10 @@ interface per type, and the phase table as the constant PHASES.`,
 func schema() sim.Schema {
 	s := sim.NewSchema()
 	sim.AddEnum(&s, lab.ExerciseKinds)
+	sim.AddEnum(&s, runsvc.RunModes)
 	for _, t := range []reflect.Type{
 		reflect.TypeFor[sim.Phase](),
-		reflect.TypeFor[harness.PhaseRow](),
+		reflect.TypeFor[runsvc.PhaseRow](),
 		reflect.TypeFor[lab.Check](),
 		reflect.TypeFor[lab.Control](),
 		reflect.TypeFor[lab.Instance](),
@@ -57,9 +57,20 @@ func schema() sim.Schema {
 		dir, typ string
 		t        reflect.Type
 	}{
-		{"server", "started", reflect.TypeFor[runmsg.Started]()},
-		{"server", "stats", reflect.TypeFor[runmsg.Stats]()},
-		{"server", "truncated", reflect.TypeFor[runmsg.Truncated]()},
+		{"client", "run", reflect.TypeFor[runsvc.Run]()},
+		{"client", "cancel", reflect.TypeFor[runsvc.Cancel]()},
+		{"client", "lab", reflect.TypeFor[runsvc.LabLoad]()},
+		{"client", "exercises", reflect.TypeFor[runsvc.ExercisesReq]()},
+		{"server", "error", reflect.TypeFor[runsvc.Error]()},
+		{"server", "queued", reflect.TypeFor[runsvc.Queued]()},
+		{"server", "started", reflect.TypeFor[runsvc.Started]()},
+		{"server", "events", reflect.TypeFor[runsvc.Events]()},
+		{"server", "stats", reflect.TypeFor[runsvc.Stats]()},
+		{"server", "truncated", reflect.TypeFor[runsvc.Truncated]()},
+		{"server", "dropped", reflect.TypeFor[runsvc.Dropped]()},
+		{"server", "done", reflect.TypeFor[runsvc.Done]()},
+		{"server", "lab", reflect.TypeFor[runsvc.LabLoaded]()},
+		{"server", "exercises", reflect.TypeFor[runsvc.Exercises]()},
 	} {
 		s.AddMessage(m.dir, m.typ, m.t)
 	}

@@ -31,11 +31,18 @@ export type PoolFull = "wait" | "error";
 
 export type Reuse = "none" | "request" | "process" | "pool" | "upstream-keepalive";
 
+export type RunMode = "model" | "real";
+
 export type Setup = "auto" | "http" | "redis" | "proxy" | "php" | "php-native" | "stack";
 
 export type Side = "client" | "server";
 
 export type TLSVersion = "none" | "1.2" | "1.3";
+
+export interface CancelMsg {
+  type: "cancel";
+  id: string;
+}
 
 export interface Check {
   expect: string;
@@ -59,6 +66,43 @@ export interface Control {
   help: string;
   fixed?: boolean;
   value: unknown;
+}
+
+export interface DoneMsg {
+  type: "done";
+  id: string;
+  variants: DoneVariant[];
+  checks: Check[];
+  elapsed_ms: number; // ms
+}
+
+export interface DoneVariant {
+  name: string;
+  label: string;
+  summary: Summary | null;
+  error: string;
+  model?: Summary | null;
+  compare?: PhaseRow[];
+  harness_overhead_ms?: number; // ms
+  verdict?: string;
+  why?: string;
+  busy_cpus?: number;
+  runtime?: Record<string, string>;
+  checks?: Record<string, string>;
+  model_error?: string;
+}
+
+export interface DroppedMsg {
+  type: "dropped";
+  id: string;
+  count: number;
+}
+
+export interface ErrorMsg {
+  type: "error";
+  id: string;
+  field: string;
+  message: string;
 }
 
 export interface Event {
@@ -85,6 +129,33 @@ export interface Event {
   reason?: CloseReason; // on close, time_wait_end
   error?: string; // on call, port_error, request
   num_connects?: number; // on call
+}
+
+export interface EventsMsg {
+  type: "events";
+  id: string;
+  variant: string;
+  events: Event[];
+  server_ms?: number; // ms
+}
+
+export interface ExercisesMsg {
+  type: "exercises";
+  id: string;
+  lab: string;
+  title: string;
+  lang: string;
+  seed: number;
+  hidden: boolean;
+  exercises: Instance[];
+}
+
+export interface ExercisesReqMsg {
+  type: "exercises";
+  id: string;
+  lab: string;
+  lang?: string;
+  seed?: number | null;
 }
 
 export interface HopSample {
@@ -144,6 +215,22 @@ export interface Instance {
   seed: number;
 }
 
+export interface LabLoadMsg {
+  type: "lab";
+  id: string;
+  lab: string;
+  lang: string;
+  text: string;
+}
+
+export interface LabLoadedMsg {
+  type: "lab";
+  id: string;
+  lab: string;
+  lang: string;
+  blocks: number;
+}
+
 export interface Phase {
   key: string;
   curl?: string;
@@ -168,9 +255,26 @@ export interface PhaseRow {
   one_call_ms?: number; // ms
 }
 
+export interface QueuedMsg {
+  type: "queued";
+  id: string;
+  position: number;
+}
+
 export interface RubricPoint {
   point: string;
   any: string[];
+}
+
+export interface RunMsg {
+  type: "run";
+  id: string;
+  lab: string;
+  block: string;
+  mode?: RunMode;
+  params?: Record<string, unknown>;
+  variants?: string[];
+  seed?: number | null;
 }
 
 export interface Sample {
@@ -198,7 +302,7 @@ export interface ScenarioRef {
 export interface StartedMsg {
   type: "started";
   id: string;
-  mode: string;
+  mode: RunMode;
   block: string;
   title: string;
   variants: VariantName[];
@@ -270,8 +374,11 @@ export interface VariantName {
   label: string;
 }
 
+// A message the client sends (sim/server/PROTOCOL.md), told apart by its type.
+export type ClientMsg = RunMsg | CancelMsg | LabLoadMsg | ExercisesReqMsg;
+
 // A message the server sends (sim/server/PROTOCOL.md), told apart by its type.
-export type ServerMsg = StartedMsg | StatsMsg | TruncatedMsg;
+export type ServerMsg = ErrorMsg | QueuedMsg | StartedMsg | EventsMsg | StatsMsg | TruncatedMsg | DroppedMsg | DoneMsg | LabLoadedMsg | ExercisesMsg;
 
 // The JSON key of each phase: a time of an Event.
 export type PhaseJSON = "queue_ms" | "namelookup_ms" | "connect_ms" | "appconnect_ms" | "starttransfer_ms" | "total_ms";
