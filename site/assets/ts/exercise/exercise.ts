@@ -4,7 +4,7 @@
 // runs the exercise's scenario (the "connlab:run" page event,
 // sim/server/PROTOCOL.md). In class mode (class.ts) an answer goes to the
 // teacher instead, and the answer comes with the teacher's reveal.
-import type { Instance } from "../sim/schema.gen";
+import type { ExerciseKind, Instance } from "../sim/schema.gen";
 import { parseNumber } from "../sim/helpers";
 import { saveOne, type Progress } from "./progress";
 import { gradeRubric } from "./rubric";
@@ -23,7 +23,7 @@ export interface PageData extends Instance {
 export class Exercise {
   readonly id: string;
   readonly lab: string;
-  readonly kind: string; // "number", "choice" or "explain"
+  readonly kind: ExerciseKind;
   inst: Instance;
   hidden = false; // class mode: the answer comes with the teacher's reveal
   classSend: ((x: Exercise, value: string) => void) | null = null;

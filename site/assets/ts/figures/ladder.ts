@@ -10,12 +10,12 @@
 // TCP's three packets end at time_connect, the last TLS flight at
 // time_appconnect, the first byte of the answer at time_starttransfer.
 import { PHASES } from "../sim/schema.gen";
-import type { PhaseJSON, SummaryPhaseJSON } from "../sim/schema.gen";
+import type { Handshake, PhaseJSON, Reuse, Side, SummaryPhaseJSON, TLSVersion } from "../sim/schema.gen";
 import { type Strings, blockData, el, fill, ms, nf, svg } from "./common";
 
 // CallTimes are one call's curl times (ms, cumulative from its start), one
 // for each phase a Summary holds, and how it got its connection.
-type CallTimes = Record<SummaryPhaseJSON, number> & { new_conn: boolean; handshake: string };
+type CallTimes = Record<SummaryPhaseJSON, number> & { new_conn: boolean; handshake: Handshake | "" };
 
 // ladderMarks says, for each phase of sim's table, whether the ladder marks
 // its end on call c. It is a Record over the generated phase keys, so a
@@ -30,7 +30,15 @@ const ladderMarks: Record<PhaseJSON, ((c: CallTimes) => boolean) | null> = {
   total_ms: () => true,
 };
 
-interface Scenario { rtt: number; tls: string; closer: string; reuse: string }
+// Scenario is what the ladder reads of a call's scenario: the words are
+// sim's vocabulary (schema.gen.ts), read from a run's parameters.
+interface Scenario { rtt: number; tls: TLSVersion; closer: Side; reuse: Reuse | "" }
+
+// scenarioOf reads a Scenario from a run's or a block's parameters (ms: the
+// RTT in milliseconds), with sim's defaults for the keys it lacks.
+function scenarioOf(p: Record<string, unknown>, rtt: number): Scenario {
+  return { rtt, tls: String(p.tls ?? "1.3") as TLSVersion, closer: String(p.closer ?? "client") as Side, reuse: String(p.reuse ?? "") as Reuse | "" };
+}
 
 // A Packet is one arrow of the ladder: sent by from at t0, received at t1.
 export interface Packet { from: "c" | "s"; t0: number; t1: number; label: string; kind: "tcp" | "tls" | "http" | "data" | "fin" }
@@ -146,7 +154,7 @@ export class Ladder {
       if (!v || !v.calls || !v.calls.length) return;
       const p = v.params || {};
       this.setControls(ms(p.rtt), String(p.tls ?? "1.3"));
-      this.draw(v.calls[0], { rtt: ms(p.rtt), tls: String(p.tls ?? "1.3"), closer: String(p.closer ?? "client"), reuse: String(p.reuse ?? "") });
+      this.draw(v.calls[0], scenarioOf(p, ms(p.rtt)));
       this.pending = 0;
       this.root.dataset.state = "ready";
       this.status.textContent = "";
@@ -172,7 +180,7 @@ export class Ladder {
     const s = v?.summary;
     if (!s) return;
     const p50 = (k: string) => Number(s[k]?.p50 ?? 0);
-    const sc: Scenario = { rtt: ms(ctl.rtt), tls: String(ctl.tls ?? "1.3"), closer: String(ctl.closer ?? "client"), reuse: String(ctl.reuse ?? "") };
+    const sc = scenarioOf(ctl, ms(ctl.rtt));
     this.setControls(sc.rtt, sc.tls);
     const hs = sc.tls === "none" ? "" : ctl.early_data === true ? "0-rtt" : "full";
     const times = {} as Record<SummaryPhaseJSON, number>;

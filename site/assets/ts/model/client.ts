@@ -10,7 +10,7 @@
 // fails on no host, so a static host's console stays free of errors (a
 // WebSocket to a missing /ws would log one).
 
-import type { ServerMsg } from "../sim/types";
+import type { ClientMsg, ExercisesMsg, RunMsg, ServerMsg } from "../sim/types";
 
 export interface Host { server: boolean; real: boolean; class: boolean }
 
@@ -22,8 +22,7 @@ interface Boot { worker: Worker; queue: (MessageEvent | ErrorEvent)[] }
 
 // A reply of the model: a message of PROTOCOL.md, or a lab or exercises
 // reply (sim/wasm).
-type Reply = ServerMsg & Record<string, unknown>;
-type Handler = (m: Reply) => void;
+type Handler = (m: ServerMsg) => void;
 export type Progress = (loaded: number, total: number) => void;
 
 function config(): Config | null {
@@ -153,12 +152,12 @@ export class Model {
     w.postMessage(this.initMessage(c, false));
   }
 
-  private bootLab: { key: string; url: string; reply: Promise<Reply> } | null = null;
+  private bootLab: { key: string; url: string; reply: Promise<ServerMsg> } | null = null;
 
   private expectBootLab(c: Config): void {
     if (!c.lab) return;
     const url = new URL(c.lab.url, location.href).href;
-    const reply = new Promise<Reply>((resolve) => this.handlers.set("boot-lab", (m) => {
+    const reply = new Promise<ServerMsg>((resolve) => this.handlers.set("boot-lab", (m) => {
       this.handlers.delete("boot-lab");
       resolve(m);
     }));
@@ -258,7 +257,7 @@ export class Model {
     // Tests and benchmarks may keep the replies as they came (events aside).
     const trace = (window as unknown as { connlabTrace?: string[] }).connlabTrace;
     if (trace && !data.startsWith('{"type":"events"')) trace.push(data);
-    let m: Reply;
+    let m: ServerMsg;
     try {
       m = JSON.parse(data);
     } catch {
@@ -269,7 +268,7 @@ export class Model {
     if (h) h(m);
   }
 
-  private post(m: Record<string, unknown>): void {
+  private post(m: ClientMsg): void {
     this.worker?.postMessage(JSON.stringify(m));
   }
 
@@ -279,7 +278,7 @@ export class Model {
   }
 
   // request sends one message and resolves with its reply (or error).
-  private request(m: Record<string, unknown> & { id: string }): Promise<Reply> {
+  private request(m: ClientMsg): Promise<ServerMsg> {
     return new Promise((resolve) => {
       this.handlers.set(m.id, (r) => {
         this.handlers.delete(m.id);
@@ -317,7 +316,7 @@ export class Model {
           const reply = this.request({ type: "lab", id: this.newID("lab"), lab, lang, text });
           if (!(await loaded)) return false;
           const m = await reply;
-          if (m.type !== "lab") throw new Error(String(m.message || "the page's lab did not load"));
+          if (m.type !== "lab") throw new Error((m.type === "error" && m.message) || "the page's lab did not load");
           performance.mark("connlab:lab-ready");
           return true;
         } catch (e) {
@@ -333,10 +332,10 @@ export class Model {
 
   // run sends a run message (PROTOCOL.md) and routes its replies to h
   // until forget(id).
-  run(msg: Record<string, unknown> & { id: string }, h: Handler): boolean {
+  run(msg: RunMsg, h: Handler): boolean {
     if (this.state !== "ready") return false;
     this.handlers.set(msg.id, h);
-    this.post({ type: "run", ...msg });
+    this.post(msg);
     return true;
   }
 
@@ -350,7 +349,7 @@ export class Model {
 
   // exercises computes a lab's exercises for a seed (GET /exercise/api's
   // answer).
-  async exercises(lab: string, lang: string, seed: number): Promise<Record<string, unknown> | null> {
+  async exercises(lab: string, lang: string, seed: number): Promise<ExercisesMsg | null> {
     const r = await this.request({ type: "exercises", id: this.newID("ex"), lab, lang, seed });
     return r.type === "exercises" ? r : null;
   }

@@ -14,7 +14,7 @@ import type { Status } from "./status";
 import { VariantData } from "./store";
 import type { Toolbar } from "./toolbar";
 import { transport, type Transport } from "./transport";
-import type { BlockData, Check, DoneVariant, PhaseRow, ServerMsg } from "./types";
+import type { BlockData, Check, Incoming, RunMode, RunMsg } from "./types";
 
 let firstResult = false; // a run finished on this page (benchmarks read the mark)
 let settleFirst: () => void;
@@ -71,7 +71,7 @@ export class Runner {
   // start starts a run of the block in mode ("model" or "real"). A run the
   // page starts on its own (auto) shows its results but does not set
   // data-ready, which marks the end of a run someone asked for.
-  async start(mode: string, auto: boolean, fromLink: boolean): Promise<void> {
+  async start(mode: RunMode, auto: boolean, fromLink: boolean): Promise<void> {
     const { fig, data, controls, panes, status } = this.p;
     // A value the page finds wrong (a link's rtt=-5ms, a typo) still goes
     // to the model or the server: their refusal names the key and says why,
@@ -95,7 +95,7 @@ export class Runner {
     const id = tr.newID(data.block);
     const params = controls.params();
     this.defaults = Object.keys(params).length === 0 && controls.seedValue() === undefined;
-    const msg: Record<string, unknown> & { id: string } = { id, lab: data.lab, block: data.block, mode, params };
+    const msg: RunMsg = { type: "run", id, lab: data.lab, block: data.block, mode, params };
     const seed = controls.seedValue();
     if (seed !== undefined) msg.seed = seed;
     this.runId = id;
@@ -151,7 +151,7 @@ export class Runner {
     return d;
   }
 
-  private onMessage(m: ServerMsg): void {
+  private onMessage(m: Incoming): void {
     const { fig, data, panes, status } = this.p;
     if (m.id && m.id !== this.runId) return;
     switch (m.type) {
@@ -181,7 +181,6 @@ export class Runner {
       case "stats": {
         const d = panes.variant(m.variant);
         if (d && m.summary) d.summary = m.summary;
-        if (d && m.series) d.series = m.series;
         panes.changed = true;
         break;
       }
@@ -197,7 +196,7 @@ export class Runner {
         status.note(t("w_dropped", { n: int(m.count || 0) }));
         break;
       case "done": {
-        for (const v of (m.variants || []) as DoneVariant[]) {
+        for (const v of m.variants || []) {
           const d = panes.variant(v.name);
           if (!d) continue;
           if (v.summary) d.summary = v.summary;
@@ -206,12 +205,11 @@ export class Runner {
           d.checks = v.checks || null;
           d.modelError = v.model_error || "";
           d.model = v.model || null;
-          d.compare = phaseRows(v.compare);
+          d.compare = v.compare || null;
           d.overhead = v.harness_overhead_ms || 0;
           d.verdict = v.verdict || "";
           d.busyCPUs = v.busy_cpus || 0;
-          if (v.series && v.series.length) d.series = v.series;
-          else if (d.truncated && this.defaults && !this.real) {
+          if (d.truncated && this.defaults && !this.real) {
             // The stream was cut short; with the block's own parameters the
             // build-time run is the same run, so its time series completes it.
             const b = data.results?.variants?.find((x) => x.name === d.name);
@@ -296,10 +294,4 @@ export class Runner {
     }));
     document.dispatchEvent(new CustomEvent("connlab:result", { detail: { block: this.p.data.block, mode: this.real ? "real" : "model", variants } }));
   }
-}
-
-function phaseRows(c: DoneVariant["compare"]): PhaseRow[] | null {
-  if (!c) return null;
-  if (Array.isArray(c)) return c;
-  return c.phases || null;
 }

@@ -1,8 +1,8 @@
 // One WebSocket per page to the sim server's /ws (same origin), shared by
 // every widget; messages are routed by run id (sim/server/PROTOCOL.md).
-import type { ServerMsg } from "./types";
+import type { CancelMsg, Incoming, RunMsg, ServerMsg } from "./types";
 
-type Handler = (m: ServerMsg) => void;
+type Handler = (m: Incoming) => void;
 export type State = "idle" | "connecting" | "open" | "failed" | "closed";
 
 export class Socket {
@@ -59,8 +59,7 @@ export class Socket {
           return;
         }
         this.setState("closed");
-        const lost: ServerMsg = { type: "lost" };
-        for (const [id, h] of this.handlers) h({ ...lost, id });
+        for (const [id, h] of this.handlers) h({ type: "lost", id });
         this.handlers.clear();
       };
     });
@@ -97,15 +96,16 @@ export class Socket {
   }
 
   // run sends a run message and routes its replies to h until forget(id).
-  run(msg: Record<string, unknown> & { id: string }, h: Handler): boolean {
+  run(msg: RunMsg, h: Handler): boolean {
     if (!this.ws || this.state !== "open") return false;
     this.handlers.set(msg.id, h);
-    this.ws.send(JSON.stringify({ type: "run", ...msg }));
+    this.ws.send(JSON.stringify(msg));
     return true;
   }
 
   cancel(id: string): void {
-    if (this.ws && this.state === "open") this.ws.send(JSON.stringify({ type: "cancel", id }));
+    const m: CancelMsg = { type: "cancel", id };
+    if (this.ws && this.state === "open") this.ws.send(JSON.stringify(m));
   }
 
   forget(id: string): void {

@@ -6,13 +6,13 @@ import { host, model } from "../model/client";
 import { t } from "./i18n";
 import { socket } from "./socket";
 import type { Status } from "./status";
-import type { BlockData, ServerMsg } from "./types";
+import type { BlockData, Incoming, RunMode, RunMsg } from "./types";
 
 export interface Transport {
   newID(block: string): string;
   // run sends a run and hands its replies to h until forget; false when it
   // could not be sent.
-  run(msg: Record<string, unknown> & { id: string }, h: (m: ServerMsg) => void): boolean;
+  run(msg: RunMsg, h: (m: Incoming) => void): boolean;
   cancel(id: string): void;
   forget(id: string): void;
 }
@@ -21,7 +21,7 @@ export interface Transport {
 // goes: the server when one answers, else the model in the page (loaded
 // now if it is not yet, its progress shown by progress); null, with the
 // reason in status, when neither can run it.
-export async function transport(mode: string, data: BlockData, status: Status, progress: () => void): Promise<Transport | null> {
+export async function transport(mode: RunMode, data: BlockData, status: Status, progress: () => void): Promise<Transport | null> {
   const h = await host();
   if (h.server && (await socket.connect())) return socket;
   if (mode === "real") {

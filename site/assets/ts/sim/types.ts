@@ -1,11 +1,14 @@
-// Shapes of the data the widget reads. What the simulator writes (events,
-// summaries, checks, the phase table…) is generated from Go: schema.gen.ts.
-// Here: the block's data that the render hook writes
-// (layouts/_markup/render-codeblock-sim.html) and the messages of
-// sim/server/PROTOCOL.md, made of those.
-import type { Check, Control, Event, PhaseRow, Sample, Summary } from "./schema.gen";
+// Shapes of the data the widget reads. What Go writes (events, summaries,
+// checks, the phase table, the run protocol's messages…) is generated from
+// it: schema.gen.ts. Here only what Go does not declare: the block's data
+// that the render hook writes (layouts/_markup/render-codeblock-sim.html)
+// and the message a transport makes up when its connection is lost.
+import type { Check, Control, Sample, ServerMsg, Summary } from "./schema.gen";
 
-export type { Check, Control, Event, PhaseJSON, PhaseRow, Sample, Stat, Summary, SummaryPhaseJSON } from "./schema.gen";
+export type {
+  CancelMsg, Check, ClientMsg, Control, DoneVariant, Event, ExercisesMsg, PhaseJSON, PhaseRow, RunMode, RunMsg, Sample, ServerMsg, Stat, Summary,
+  SummaryPhaseJSON,
+} from "./schema.gen";
 
 export interface VariantDef { name: string; label: string; settings: Record<string, unknown> }
 
@@ -18,22 +21,10 @@ export interface BlockData {
   results: { variants?: BuiltVariant[]; checks?: Check[] };
 }
 
-export interface DoneVariant {
-  name: string; label?: string; summary?: Summary; error?: string;
-  model?: Summary; compare?: PhaseRow[] | { phases?: PhaseRow[] }; series?: Sample[]; harness_overhead_ms?: number;
-  // A real run's verdict (agree, disagree, inconclusive), why, and how many CPUs other programs
-  // used during it when the machine was busy.
-  verdict?: string; why?: string; busy_cpus?: number;
-  // A real run: what ran (runtime.name: "PHP 8.5.10 (WebAssembly …), libcurl …"), what its
-  // probing script's statements printed, and the model's words for a variant it rejects.
-  runtime?: Record<string, string>; checks?: Record<string, string>; model_error?: string;
-}
+// LostMsg is what the socket tells the widget when the server goes away
+// mid-run (no server sends it).
+export interface LostMsg { type: "lost"; id: string }
 
-// ServerMsg is any message of the server → client table of PROTOCOL.md.
-export interface ServerMsg {
-  type: string; id?: string; field?: string; message?: string; position?: number;
-  mode?: string; block?: string; title?: string; variant?: string; events?: Event[];
-  summary?: Summary; sent?: number; count?: number; checks?: Check[]; elapsed_ms?: number;
-  variants?: DoneVariant[] | { name: string; label?: string }[];
-  params?: Record<string, Record<string, unknown>>; series?: Sample[];
-}
+// Incoming is what a transport hands the widget: a message of the server →
+// client table of PROTOCOL.md, or LostMsg.
+export type Incoming = ServerMsg | LostMsg;

@@ -29,7 +29,7 @@ import { VariantData } from "./store";
 import { Toolbar } from "./toolbar";
 import { Tooltip } from "./tooltip";
 import { t } from "./i18n";
-import type { BlockData } from "./types";
+import type { BlockData, RunMode } from "./types";
 
 export { firstRun } from "./run";
 
@@ -168,7 +168,7 @@ export class Widget {
   // run starts a run of the block in mode ("model" or "real"); auto: the
   // page started it on its own; fromLink: a link's state, already in the
   // address (run.ts).
-  async run(mode: string, auto = false, fromLink = false): Promise<void> {
+  async run(mode: RunMode, auto = false, fromLink = false): Promise<void> {
     this.linked = false;
     return this.runner.start(mode, auto, fromLink);
   }
