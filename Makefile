@@ -29,10 +29,14 @@ $(PHPDIR)/node_modules/.package-lock.json: $(PHPDIR)/package.json $(PHPDIR)/pack
 	else echo "npm not found: the real PHP 8.5 runtime is not installed (apt-get install nodejs npm)"; fi
 
 # TypeScript, for one check: the widgets' types against the types generated
-# from Go (site/typescript_test.go). npm installs exactly the lockfile's
-# version into site/node_modules; the site's build does not use it.
-# Without npm the check skips, saying why.
+# from Go (schema.gen.ts: the results, the run messages), here and in
+# site/typescript_test.go. npm installs exactly the lockfile's version into
+# site/node_modules; the site's build does not use it. Without npm the
+# check skips, saying why.
 tsc: site/node_modules/.package-lock.json
+	@if [ -x site/node_modules/.bin/tsc ]; then \
+	  echo "tsc (site)"; cd site && node_modules/.bin/tsc -p tsconfig.check.json; \
+	fi
 site/node_modules/.package-lock.json: site/package.json site/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 	  echo "npm ci (site)"; cd site && npm ci --no-audit --no-fund --loglevel=error; \
