@@ -139,9 +139,14 @@ func jsonFields(t reflect.Type, extra map[reflect.Type]string) []Field {
 	var out []Field
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
-			out = append(out, jsonFields(f.Type, extra)...) // encoding/json lifts its fields
-			continue
+		if et := f.Type; f.Anonymous && f.Tag.Get("json") == "" {
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				out = append(out, jsonFields(et, extra)...) // encoding/json lifts its fields
+				continue
+			}
 		}
 		name := jsonName(f)
 		if name == "" {

@@ -137,16 +137,20 @@ func runCmd(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// BuiltVariant is a variant of `sim run --json --series`: its result and
+// its time series. The site's pages are built with them (make data:
+// site/data/results), and the widgets read them (schema.gen.ts).
+type BuiltVariant struct {
+	*lab.VariantResult
+	Series []sim.Sample `json:"series"`
+}
+
 func writeJSON(w io.Writer, out LabOutput, withSeries bool) error {
 	var v any = out
 	if withSeries {
-		type variantWithSeries struct {
-			*lab.VariantResult
-			Series []sim.Sample `json:"series"`
-		}
 		type blockWithSeries struct {
 			*lab.BlockResult
-			Variants []variantWithSeries `json:"variants"`
+			Variants []BuiltVariant `json:"variants"`
 		}
 		blocks := make([]blockWithSeries, len(out.Blocks))
 		for i, b := range out.Blocks {
@@ -156,7 +160,7 @@ func writeJSON(w io.Writer, out LabOutput, withSeries bool) error {
 				if vr.Series != nil {
 					s = vr.Series.Samples
 				}
-				blocks[i].Variants = append(blocks[i].Variants, variantWithSeries{vr, s})
+				blocks[i].Variants = append(blocks[i].Variants, BuiltVariant{vr, s})
 			}
 		}
 		v = struct {

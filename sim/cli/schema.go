@@ -50,6 +50,7 @@ func schema() sim.Schema {
 		reflect.TypeFor[lab.Instance](),
 		reflect.TypeFor[lab.ScenarioRef](),
 		reflect.TypeFor[lab.RubricPoint](),
+		reflect.TypeFor[BuiltVariant](),
 	} {
 		s.AddType(t)
 	}

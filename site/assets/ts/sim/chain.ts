@@ -220,7 +220,7 @@ export class ChainView {
 
 // chainOf returns the tiers of a block's summary (sim run --json's
 // "chain"), or null for a single hop.
-export function chainOf(s: Summary | undefined): string[] | null {
+export function chainOf(s: Summary | null | undefined): string[] | null {
   const c = s?.chain;
   return Array.isArray(c) && c.length ? (c as string[]).slice() : null;
 }

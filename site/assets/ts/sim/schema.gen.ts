@@ -39,6 +39,18 @@ export type Side = "client" | "server";
 
 export type TLSVersion = "none" | "1.2" | "1.3";
 
+export interface BuiltVariant {
+  name: string;
+  label?: string;
+  summary?: Summary | null;
+  error?: string;
+  checks?: Record<string, string>;
+  runtime?: Record<string, string>;
+  busy?: string;
+  busy_cpus?: number;
+  series: Sample[];
+}
+
 export interface CancelMsg {
   type: "cancel";
   id: string;

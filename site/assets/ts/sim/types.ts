@@ -1,18 +1,18 @@
 // Shapes of the data the widget reads. What Go writes (events, summaries,
 // checks, the phase table, the run protocol's messages…) is generated from
 // it: schema.gen.ts. Here only what Go does not declare: the block's data
-// that the render hook writes (layouts/_markup/render-codeblock-sim.html)
-// and the message a transport makes up when its connection is lost.
-import type { Check, Control, Sample, ServerMsg, Summary } from "./schema.gen";
+// as the render hook reshapes it (layouts/_markup/render-codeblock-sim.html:
+// variants with their settings as an object, the controls with their help in
+// the page's language) and the message a transport makes up when its
+// connection is lost.
+import type { BuiltVariant, Check, Control, ServerMsg } from "./schema.gen";
 
 export type {
-  CancelMsg, Check, ClientMsg, Control, DoneVariant, Event, ExercisesMsg, PhaseJSON, PhaseRow, RunMode, RunMsg, Sample, ServerMsg, Stat, Summary,
+  BuiltVariant, CancelMsg, Check, ClientMsg, Control, DoneVariant, Event, ExercisesMsg, PhaseJSON, PhaseRow, RunMode, RunMsg, Sample, ServerMsg, Stat, Summary,
   SummaryPhaseJSON,
 } from "./schema.gen";
 
 export interface VariantDef { name: string; label: string; settings: Record<string, unknown> }
-
-export interface BuiltVariant { name: string; label: string; summary?: Summary; error?: string; series?: Sample[] }
 
 export interface BlockData {
   lab: string; block: string; file: string; data: string; title: string; note: string;
