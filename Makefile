@@ -79,6 +79,7 @@ data: build
 # schema (sim schema --ts). site/schema_test.go fails until it is current.
 gen: build
 	@tmp=$$(mktemp) && $(BIN) schema --ts > $$tmp && mv $$tmp site/assets/ts/sim/schema.gen.ts || { rm -f $$tmp; exit 1; }
+	@tmp=$$(mktemp) && $(BIN) schema --ts-messages > $$tmp && mv $$tmp site/assets/ts/sim/protocol.gen.ts || { rm -f $$tmp; exit 1; }
 
 # The model for pages on a static host: the engine and the lab package as
 # WebAssembly (sim/cmd/simwasm), and Go's own loader for it, from the Go

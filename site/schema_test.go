@@ -9,23 +9,29 @@ import (
 	"github.com/connlab/connlab/sim/i18n"
 )
 
-// schemaTS is the widgets' generated types (sim schema --ts).
-var schemaTS = filepath.Join("assets", "ts", "sim", "schema.gen.ts")
+// The widgets' generated types: the results (sim schema --ts) and the run
+// protocol's messages (sim schema --ts-messages).
+var generatedTS = []struct{ file, flag string }{
+	{filepath.Join("assets", "ts", "sim", "schema.gen.ts"), "--ts"},
+	{filepath.Join("assets", "ts", "sim", "protocol.gen.ts"), "--ts-messages"},
+}
 
-// The committed TypeScript types are what `sim schema --ts` gives now: a
-// field added to an Event, a phase or a word of the vocabulary fails here
-// until make gen writes them again.
+// The committed TypeScript types are what `sim schema` gives now: a field
+// added to an Event or a message, a phase or a word of the vocabulary fails
+// here until make gen writes them again.
 func TestSchemaGenerated(t *testing.T) {
-	want, err := simCLI("schema", "--ts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(schemaTS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from `sim schema --ts`: run make gen", schemaTS)
+	for _, g := range generatedTS {
+		want, err := simCLI("schema", g.flag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(g.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from `sim schema %s`: run make gen", g.file, g.flag)
+		}
 	}
 }
 

@@ -19,10 +19,11 @@ func schemaCommand() *command {
 	return &command{
 		name:    "schema",
 		summary: "describe the scenario keys, the vocabulary, the phases and the JSON of events and results",
-		usage:   "[--json | --ts]",
+		usage:   "[--json | --ts | --ts-messages]",
 		example: `  sim schema           # the vocabulary and the phases, as tables
   sim schema --json    # one document: what the site's TypeScript types are made from
   sim schema --ts > site/assets/ts/sim/schema.gen.ts   # those types (make gen)
+  sim schema --ts-messages > site/assets/ts/sim/protocol.gen.ts   # the run messages (make gen)
 
 The document is sim.Schema (params, enums, phases, types) with more
 entries in types: Phase (a row of the phase table), PhaseRow (a phase of a
@@ -30,7 +31,10 @@ model-versus-measured comparison: sim validate --json, the live page's real
 runs), and the lab package's Check (an expectation checked), Control (a key
 a page lets the reader change), Instance and ScenarioRef (an exercise as a
 student sees it). --ts prints the same as TypeScript: a type per enum, an
-interface per type, and the phase table as the constant PHASES.`,
+interface per type, and the phase table as the constant PHASES.
+--ts-messages prints the run protocol's messages (sim/server/PROTOCOL.md,
+the document's "messages"): an interface each and the unions ClientMsg and
+ServerMsg.`,
 		run: schemaCmd,
 	}
 }
@@ -82,6 +86,7 @@ func schemaCmd(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	asTS := fs.Bool("ts", false, "print the document as TypeScript types (site/assets/ts/sim/schema.gen.ts)")
+	asTSMsgs := fs.Bool("ts-messages", false, "print the run protocol's messages as TypeScript types (site/assets/ts/sim/protocol.gen.ts)")
 	pos, err := parse(find("schema"), env, fs, args)
 	if err != nil {
 		return err
@@ -90,8 +95,12 @@ func schemaCmd(ctx context.Context, env *Env, args []string) error {
 		return usageError{"takes no arguments"}
 	}
 	s := schema()
-	if *asJSON && *asTS {
-		return usageError{"--json or --ts, not both"}
+	if n := btoi(*asJSON) + btoi(*asTS) + btoi(*asTSMsgs); n > 1 {
+		return usageError{"one of --json, --ts and --ts-messages"}
+	}
+	if *asTSMsgs {
+		_, err := env.Stdout.Write(typeScriptMessages(s))
+		return err
 	}
 	if *asTS {
 		_, err := env.Stdout.Write(typeScript(s))
@@ -155,6 +164,13 @@ func schemaCmd(ctx context.Context, env *Env, args []string) error {
 		tw.Flush()
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func dash(s string) string {

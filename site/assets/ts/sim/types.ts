@@ -1,15 +1,16 @@
 // Shapes of the data the widget reads. What Go writes (events, summaries,
-// checks, the phase table, the run protocol's messages…) is generated from
-// it: schema.gen.ts. Here only what Go does not declare: the block's data
-// as the render hook reshapes it (layouts/_markup/render-codeblock-sim.html:
+// checks, the phase table…) is generated from it: schema.gen.ts, and the
+// run protocol's messages protocol.gen.ts. Here only what Go does not
+// declare: the block's data as the render hook reshapes it (layouts/_markup/render-codeblock-sim.html:
 // variants with their settings as an object, the controls with their help in
 // the page's language) and the message a transport makes up when its
 // connection is lost.
-import type { BuiltVariant, Check, Control, ServerMsg } from "./schema.gen";
+import type { ServerMsg } from "./protocol.gen";
+import type { BuiltVariant, Check, Control } from "./schema.gen";
 
+export type { CancelMsg, ClientMsg, ExercisesMsg, RunMsg, ServerMsg } from "./protocol.gen";
 export type {
-  BuiltVariant, CancelMsg, Check, ClientMsg, Control, DoneVariant, Event, ExercisesMsg, PhaseJSON, PhaseRow, RunMode, RunMsg, Sample, ServerMsg, Stat, Summary,
-  SummaryPhaseJSON,
+  BuiltVariant, Check, Control, DoneVariant, Event, PhaseJSON, PhaseRow, RunMode, Sample, Stat, Summary, SummaryPhaseJSON,
 } from "./schema.gen";
 
 export interface VariantDef { name: string; label: string; settings: Record<string, unknown> }
