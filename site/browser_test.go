@@ -13,16 +13,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -112,69 +109,14 @@ func processesWith(s string) []string {
 	return out
 }
 
-var serveAddrRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`)
-
 // serve starts `sim serve` (with any extra flags) on a free loopback port
-// over the built site and returns its base URL and what it prints. The
-// cleanup stops it as Ctrl-C does and checks that it said so, exited, and no
-// longer listens.
+// over the built site and returns its base URL and what it prints; the
+// cleanup stops it and checks it stopped (testutil.StartServe).
 func serve(t testing.TB, s *builtSite, extra ...string) (string, *testutil.SyncBuffer) {
 	t.Helper()
-	bin, err := testutil.SimBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, errOut := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--public", s.public,
-		"--labs", filepath.Join(s.root, "labs") + "," + filepath.Join(s.root, "content")}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = s.root
-	cmd.Stdout, cmd.Stderr = out, errOut
-	// Its own process group, killed with the test process if that dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
-		if m := serveAddrRE.FindStringSubmatch(out.String()); m != nil {
-			addr = m[1]
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("sim serve exited (%v): %s%s", err, out, errOut)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			t.Fatalf("sim serve printed no address: %s%s", out, errOut)
-		}
-	}
-	t.Cleanup(func() {
-		syscall.Kill(cmd.Process.Pid, syscall.SIGINT)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("sim serve, interrupted: %v\n%s", err, errOut)
-			}
-			if !strings.Contains(out.String(), "sim serve: stopped") {
-				t.Errorf("sim serve did not say it stopped: %s", out)
-			}
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			t.Errorf("sim serve did not stop within 15 s of Ctrl-C")
-		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			t.Errorf("something still listens on %s after sim serve stopped", addr)
-		}
-	})
-	return "http://" + addr, out
+	args := append([]string{"--public", s.public, "--labs", filepath.Join(s.root, "labs") + "," + filepath.Join(s.root, "content")}, extra...)
+	srv := testutil.StartServe(t, s.root, nil, args...)
+	return srv.Base, srv.Out
 }
 
 // expected is what the model gives for one block, as the server streams it.

@@ -3,14 +3,12 @@
 package soak
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,18 +22,15 @@ import (
 	"github.com/connlab/connlab/internal/testutil"
 )
 
-// simBin is a sim binary built without the race detector (what a user
-// runs); CONNLAB_SIM_BIN names a prebuilt one.
-var simBin string
-
 func TestMain(m *testing.M) {
 	code := func() int {
 		if os.Getenv("CONNLAB_SOAK") != "1" {
 			return m.Run() // the test skips itself
 		}
 		defer testutil.RemoveSimBinary()
-		var err error
-		if simBin, err = testutil.SimBinary(); err != nil {
+		// sim serve runs a sim built without the race detector (what a
+		// user runs); CONNLAB_SIM_BIN names a prebuilt one.
+		if _, err := testutil.SimBinary(); err != nil {
 			fmt.Fprintf(os.Stderr, "soak: %v\n", err)
 			return 1
 		}
@@ -207,11 +202,14 @@ func realRun(i int) map[string]any {
 }
 
 type server struct {
-	cmd  *exec.Cmd
+	*testutil.Serve
 	base string
+	cmd  *exec.Cmd
 	tmp  string // its TMPDIR
 }
 
+// startServe starts sim serve with an empty site and a TMPDIR of its own,
+// whose entries the soak counts (testutil.StartServe stops it).
 func startServe(t *testing.T) *server {
 	t.Helper()
 	dir := t.TempDir()
@@ -220,54 +218,8 @@ func startServe(t *testing.T) *server {
 	os.MkdirAll(tmp, 0o755)
 	os.MkdirAll(public, 0o755)
 	labs, _ := filepath.Abs("../../labs")
-	cmd := exec.Command(simBin, "serve", "--addr", "127.0.0.1:0", "--public", public, "--labs", labs)
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr testutil.SyncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, tmp: tmp}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-			t.Error("sim serve did not stop on SIGINT within 20 s")
-		}
-		if t.Failed() {
-			t.Logf("sim serve's stderr:\n%s", stderr.String())
-		}
-	})
-	addr := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`)
-	lines := bufio.NewScanner(stdout)
-	found := make(chan string, 1)
-	go func() {
-		for lines.Scan() {
-			if m := addr.FindStringSubmatch(lines.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-found:
-		s.base = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatalf("sim serve printed no address: %s", stderr.String())
-	}
-	return s
+	srv := testutil.StartServe(t, "", []string{"TMPDIR=" + tmp}, "--public", public, "--labs", labs)
+	return &server{Serve: srv, base: srv.Base, cmd: srv.Cmd, tmp: tmp}
 }
 
 func (s *server) dialErr() (*websocket.Conn, error) {
