@@ -1,7 +1,6 @@
 package class
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -247,20 +246,13 @@ func (c *conn) answer(m *message) {
 	s.touch()
 }
 
-// originalChoice maps a choice as a student saw it to the lab's own order.
+// originalChoice maps a choice as a student saw it to the lab's own order
+// (by the seed's order, not the text: a choice's {placeholders} may differ
+// between seeds).
 func originalChoice(x *lab.Exercise, in *lab.Instance, pick int) int {
-	if pick < 1 || pick > len(in.Choices) {
+	order := x.ChoiceOrder(in.Seed)
+	if pick < 1 || pick > len(in.Choices) || pick > len(order) {
 		return 0
 	}
-	shown := in.Choices[pick-1]
-	base, err := x.Instance(context.Background(), 0)
-	if err != nil {
-		return 0
-	}
-	for i, ch := range base.Choices {
-		if ch == shown {
-			return i + 1
-		}
-	}
-	return 0
+	return order[pick-1] + 1
 }

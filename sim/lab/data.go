@@ -76,6 +76,7 @@ type ExerciseData struct {
 	Explain      string        `json:"explain,omitempty"`
 	Choices      []string      `json:"choices,omitempty"`
 	Correct      int           `json:"correct,omitempty"`
+	CorrectWhen  []string      `json:"correct_when,omitempty"` // a computed choice's expectations
 	ModelAnswer  string        `json:"model_answer,omitempty"`
 	Block        string        `json:"block,omitempty"`
 	Variant      string        `json:"variant,omitempty"`
@@ -177,7 +178,7 @@ func (b *Block) Controls() (controls []Control, fixed []Setting) {
 func (x *Exercise) Data() ExerciseData {
 	d := ExerciseData{ID: x.ID, Kind: x.Kind, Line: x.Line, FenceLine: x.FenceLine, Title: x.Title,
 		Question: x.Question, Unit: x.Unit, Hints: nonNil(x.Hints), Explain: x.Explain, Choices: x.Choices,
-		Correct: x.Correct, ModelAnswer: x.ModelAnswer, Block: x.Block, Variant: x.Variant, Set: nonNil(x.Set),
+		Correct: x.Correct, CorrectWhen: x.CorrectWhen, ModelAnswer: x.ModelAnswer, Block: x.Block, Variant: x.Variant, Set: nonNil(x.Set),
 		Metric: x.Metric, Call: x.Call, Tolerance: x.Tolerance, TolerancePct: x.TolerancePct,
 		Vary: nonNil(x.Vary), Expect: []ExpectData{}, Rubric: x.Rubric, Pass: x.Pass, Worked: x.Worked}
 	for _, e := range x.Expects {
@@ -270,7 +271,7 @@ func exerciseFromData(file string, d ExerciseData, lab *names) (*Exercise, error
 	if !slices.Contains(ExerciseKinds, x.Kind) {
 		return nil, fail(d.FenceLine, "kind %q: want one of %s", x.Kind, kindList())
 	}
-	if x.Kind == "choice" && (x.Correct < 1 || x.Correct > len(x.Choices)) {
+	if x.Kind == "choice" && len(d.CorrectWhen) == 0 && (x.Correct < 1 || x.Correct > len(x.Choices)) {
 		return nil, fail(d.FenceLine, "correct: want 1 to %d, got %d", len(x.Choices), x.Correct)
 	}
 	if len(x.Rubric) > 0 && (x.Pass < 1 || x.Pass > len(x.Rubric)) {
@@ -301,6 +302,19 @@ func exerciseFromData(file string, d ExerciseData, lab *names) (*Exercise, error
 	if x.Kind == "number" {
 		if x.metric, err = x.bindMetric(x.Metric); err != nil {
 			return nil, fail(d.FenceLine, "metric %q: %v", x.Metric, err)
+		}
+	}
+	if len(d.CorrectWhen) > 0 {
+		switch {
+		case x.Kind != "choice" || x.block == nil:
+			err = msgf.Errorf("correct_when needs a choice with a block")
+		case len(d.CorrectWhen) != len(x.Choices):
+			err = msgf.Errorf("correct_when: want %d expectations, one per choice", len(x.Choices))
+		default:
+			x.CorrectWhen, x.correctWhen, err = x.bindCorrectWhen(d.CorrectWhen)
+		}
+		if err != nil {
+			return nil, fail(d.FenceLine, "%v", err)
 		}
 	}
 	home := x.block

@@ -34,7 +34,12 @@ import (
 //     call = N, the metric reads the Nth call of the run, in the order calls
 //     end (the order of num_connects): total_ms, connect_ms, num_connects, …
 //   - choice: choices (2 to 8) and correct (1-based). block and variant are
-//     optional: the run the reveal shows.
+//     optional: the run the reveal shows. Instead of correct, a choice whose
+//     right answer depends on the numbers has correct_when: one expectation
+//     per choice ("" for a choice that is never right), with the names of
+//     a number's metric; the model runs the seed's scenario and the one
+//     choice whose expectation holds is right:
+//     correct_when = ["errors > 0", "errors == 0", ""]
 //   - explain: model_answer, shown after the student has written theirs,
 //     and rubric: the key points the answer must name (exercise_rubric.go).
 //
@@ -51,13 +56,15 @@ type Exercise struct {
 	FenceLine int
 	Source    string
 
-	Title       string
-	Question    string
-	Unit        string
-	Hints       []string
-	Explain     string
-	Choices     []string
-	Correct     int // choice: 1-based
+	Title    string
+	Question string
+	Unit     string
+	Hints    []string
+	Explain  string
+	Choices  []string
+	Correct  int // choice: 1-based; 0 when correct_when computes it
+	// CorrectWhen is a computed choice's expectation per choice ("" never).
+	CorrectWhen []string
 	ModelAnswer string
 	Rubric      []RubricPoint // explain: the key points an answer names (exercise_rubric.go)
 	Pass        int           // how many of them it must name
@@ -74,9 +81,10 @@ type Exercise struct {
 	Vary         []Vary
 	Expects      []*Expect
 
-	block  *Block
-	metric node // bound: refNodes carry block and variant
-	lines  map[string]int
+	block       *Block
+	metric      node      // bound: refNodes carry block and variant
+	correctWhen []*Expect // bound, one per choice; nil for ""
+	lines       map[string]int
 }
 
 // A Vary is a scenario key whose value depends on the student's seed.

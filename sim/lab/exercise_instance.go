@@ -347,19 +347,23 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 			in.AnswerText += " " + x.Unit
 		}
 	case "choice":
-		order := make([]int, len(x.Choices))
-		for i := range order {
-			order[i] = i
-		}
-		if seed != 0 {
-			for i := len(order) - 1; i > 0; i-- {
-				j := pick(seed, x.ID, "choices/"+strconv.Itoa(i), i+1)
-				order[i], order[j] = order[j], order[i]
+		correct := x.Correct
+		if x.Computed() {
+			key := x.cacheKey(over)
+			c, ok := cache.get(key)
+			if !ok {
+				n, err := x.CorrectChoice(ctx, over)
+				if err != nil {
+					return nil, err
+				}
+				c = float64(n)
+				cache.put(key, c)
 			}
+			correct = int(c)
 		}
-		for i, o := range order {
+		for i, o := range x.ChoiceOrder(seed) {
 			in.Choices = append(in.Choices, fill(x.Choices[o], ""))
-			if o == x.Correct-1 {
+			if o == correct-1 {
 				in.Correct = i + 1
 			}
 		}
@@ -387,6 +391,23 @@ func (x *Exercise) InstanceCached(ctx context.Context, seed uint64, cache *Answe
 		in.Values = used
 	}
 	return in, nil
+}
+
+// ChoiceOrder is the order a seed shows a choice exercise's choices in:
+// the lab's index (0-based) of each choice shown. Seed 0 keeps the lab's
+// order.
+func (x *Exercise) ChoiceOrder(seed uint64) []int {
+	order := make([]int, len(x.Choices))
+	for i := range order {
+		order[i] = i
+	}
+	if seed != 0 {
+		for i := len(order) - 1; i > 0; i-- {
+			j := pick(seed, x.ID, "choices/"+strconv.Itoa(i), i+1)
+			order[i], order[j] = order[j], order[i]
+		}
+	}
+	return order
 }
 
 func formatSetting(st Setting) string {

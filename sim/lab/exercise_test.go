@@ -108,6 +108,25 @@ func TestLabExercises(t *testing.T) {
 						t.Errorf("%s:%d: exercise %s: %s: got %s", f, c.Line, x.ID, c.Expect, c.Got)
 					}
 				}
+				if x.Kind == "choice" && english && len(x.Vary) > 0 {
+					// Vary must change the answer: across the values a seed
+					// may pick, at least two choices are right.
+					if !x.Computed() {
+						t.Errorf("%s:%d: exercise %s varies its inputs but not its answer: compute the right choice (correct_when)", f, x.FenceLine, x.ID)
+					}
+					right := map[int]bool{}
+					for _, over := range varyOverrides(x) {
+						c, err := x.CorrectChoice(ctx, over)
+						if err != nil {
+							t.Errorf("exercise %s: %v", x.ID, err)
+							continue
+						}
+						right[c] = true
+					}
+					if len(right) < 2 {
+						t.Errorf("exercise %s: the same choice is right for every value of vary (%v)", x.ID, right)
+					}
+				}
 				if x.Kind != "number" || !english {
 					continue // a translation's numbers: TestTranslationsAgree
 				}
@@ -145,6 +164,22 @@ func TestLabExercises(t *testing.T) {
 	}
 }
 
+// varyOverrides lists the overrides of every combination of the
+// exercise's vary values (at most 4 keys of a few values each in the labs).
+func varyOverrides(x *Exercise) [][]Setting {
+	all := [][]Setting{slices.Clone(x.Set)}
+	for _, vr := range x.Vary {
+		var next [][]Setting
+		for _, over := range all {
+			for _, val := range vr.Values {
+				next = append(next, append(slices.Clone(over), Setting{Key: vr.Key, Value: val, Line: vr.Line}))
+			}
+		}
+		all = next
+	}
+	return all
+}
+
 func overridesText(over []Setting) string {
 	var parts []string
 	for _, st := range over {
@@ -176,9 +211,9 @@ func exerciseShape(x *Exercise) string {
 	}
 	// Expectations may quote the language (answer contains "…"); each
 	// file's own must hold (TestLabExercises), so only their number counts.
-	return fmt.Sprintf("kind=%s block=%s variant=%s set=%v metric=%s call=%d unit=%s tol=%v%%%v vary=%v choices=%d correct=%d hints=%d explain=%v expects=%d placeholders=%v rubric=%d pass=%d worked=%v",
+	return fmt.Sprintf("kind=%s block=%s variant=%s set=%v metric=%s call=%d unit=%s tol=%v%%%v vary=%v choices=%d correct=%d correct_when=%q hints=%d explain=%v expects=%d placeholders=%v rubric=%d pass=%d worked=%v",
 		x.Kind, x.Block, x.Variant, set, x.Metric, x.Call, x.Unit, x.Tolerance, x.TolerancePct, vary,
-		len(x.Choices), x.Correct, len(x.Hints), x.Explain != "", len(x.Expects), placeholders(x), len(x.Rubric), x.Pass, x.Worked != "")
+		len(x.Choices), x.Correct, x.CorrectWhen, len(x.Hints), x.Explain != "", len(x.Expects), placeholders(x), len(x.Rubric), x.Pass, x.Worked != "")
 }
 
 // TestTranslationsAgree: a lab's Korean file has the same exercises as the
@@ -395,6 +430,73 @@ expect = ["answer == \"c\"", "b.kept.connects == 1"]`)
 	}
 }
 
+// TestComputedChoice: with correct_when the model picks the right choice
+// for each seed's values; the data a page reads computes the same.
+func TestComputedChoice(t *testing.T) {
+	src := exLab(`kind = "choice"
+question = "The server is {rtt} away. A kept call takes?"
+choices = ["under 15 ms", "15 ms or more", "no time at all"]
+correct_when = ["total_ms.p50 < 15", "kept.total_ms.p50 >= 15", ""]
+block = "b"
+variant = "kept"
+vary = { rtt = ["5ms", "10ms", "20ms", "30ms"] }
+expect = ["answer == \"under 15 ms\""]`)
+	l, err := Parse("x.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, err := l.Exercises()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := xs[0]
+	if !x.Computed() || x.Correct != 0 {
+		t.Fatalf("computed %v, correct %d", x.Computed(), x.Correct)
+	}
+	d, err := l.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys, _ := fromJSON(t, d).Exercises()
+	ctx := context.Background()
+	rights := map[string]bool{}
+	for seed := uint64(0); seed <= 30; seed++ {
+		in, err := x.Instance(ctx, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "under 15 ms"
+		if r := in.Values["rtt"]; r == "20ms" || r == "30ms" {
+			want = "15 ms or more"
+		}
+		if in.Answer != want || in.Choices[in.Correct-1] != want {
+			t.Errorf("seed %d, rtt %s: answer %v (%d of %v), want %s", seed, in.Values["rtt"], in.Answer, in.Correct, in.Choices, want)
+		}
+		if x.Choices[x.ChoiceOrder(seed)[in.Correct-1]] != want {
+			t.Errorf("seed %d: ChoiceOrder does not map the shown choice back", seed)
+		}
+		if g, err := ys[0].Instance(ctx, seed); err != nil || !reflect.DeepEqual(g, in) {
+			t.Errorf("seed %d: from data %+v, %v; read %+v", seed, g, err, in)
+		}
+		rights[want] = true
+	}
+	if len(rights) != 2 {
+		t.Errorf("30 seeds had right choices %v", rights)
+	}
+	// None or two holding is an error at correct_when's line, with the values.
+	for _, when := range []string{`["total_ms.p50 < 1", "total_ms.p50 > 100", ""]`, `["total_ms.p50 > 1", "total_ms.p50 > 2", ""]`} {
+		l, _ := Parse("x.md", []byte(strings.Replace(src, `["total_ms.p50 < 15", "kept.total_ms.p50 >= 15", ""]`, when, 1)))
+		xs, err := l.Exercises()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = xs[0].Instance(ctx, 3)
+		if err == nil || !strings.Contains(err.Error(), "x.md:27:") || !strings.Contains(err.Error(), "exactly one") || !strings.Contains(err.Error(), "rtt=") {
+			t.Errorf("%s: %v", when, err)
+		}
+	}
+}
+
 func TestNumberCheck(t *testing.T) {
 	tol := 2.2
 	in := &Instance{Kind: "number", Unit: "ms", Answer: 22.0, Tolerance: &tol}
@@ -464,6 +566,13 @@ func TestBadExercises(t *testing.T) {
 		{"one choice", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\"]\ncorrect = 1"), []string{"x.md:26:", "at least 2"}},
 		{"correct out of range", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\", \"b\"]\ncorrect = 3"), []string{"x.md:27:", "1 to 2"}},
 		{"choices in a number", exLab(num + "choices = [\"a\", \"b\"]"), []string{"x.md:30:", `belongs to kind = "choice"`}},
+		{"correct and correct_when", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\", \"b\"]\nblock = \"b\"\nvariant = \"kept\"\ncorrect = 1\ncorrect_when = [\"connects > 1\", \"connects <= 1\"]"), []string{"x.md:29:", "write one"}},
+		{"correct_when without block", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\", \"b\"]\ncorrect_when = [\"connects > 1\", \"\"]"), []string{"x.md:27:", "needs block"}},
+		{"correct_when too short", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\", \"b\"]\nblock = \"b\"\nvariant = \"kept\"\ncorrect_when = [\"connects > 1\"]"), []string{"x.md:29:", "list of 2 expectations"}},
+		{"correct_when one choice only", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\", \"b\"]\nblock = \"b\"\nvariant = \"kept\"\ncorrect_when = [\"connects > 1\", \"\"]"), []string{"x.md:29:", "at least 2 choices"}},
+		{"correct_when bad metric", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\", \"b\"]\nblock = \"b\"\nvariant = \"kept\"\ncorrect_when = [\"connectz > 1\", \"connects <= 1\"]"), []string{"x.md:29:", "correct_when[0]", "connectz"}},
+		{"correct_when no comparison", exLab("kind = \"choice\"\nquestion = \"Q\"\nchoices = [\"a\", \"b\"]\nblock = \"b\"\nvariant = \"kept\"\ncorrect_when = [\"connects\", \"connects <= 1\"]"), []string{"x.md:29:", "correct_when[0]", "no comparison"}},
+		{"correct_when in a number", exLab(num + "correct_when = [\"connects > 1\", \"connects <= 1\"]"), []string{"x.md:30:", `belongs to kind = "choice"`}},
 		{"no model answer", exLab("kind = \"explain\"\nquestion = \"Q\""), []string{"x.md:23:", "model_answer is missing"}},
 		{"set without block", exLab("kind = \"explain\"\nquestion = \"Q\"\nmodel_answer = \"a\"\nset = { rtt = \"1ms\" }"), []string{"x.md:27:", "needs block"}},
 		{"unknown placeholder", exLab(strings.Replace(num, "Q?", "At {rtx}?", 1)), []string{"x.md:25:", "{rtx}", "not a scenario key"}},

@@ -363,6 +363,20 @@ func choiceGates(t *testing.T, l *Lab) []choiceGate {
 		if x.Kind == "choice" && x.Correct > 0 {
 			out = append(out, choiceGate{"exercise " + x.ID, x.FenceLine, x.Choices[x.Correct-1], without(x.Choices, x.Correct-1)})
 		}
+		if x.Kind == "choice" && x.Computed() {
+			// Every choice right for one of 24 students is a gate.
+			right := map[int]bool{}
+			for seed := uint64(0); seed <= 24; seed++ {
+				c, err := x.CorrectChoice(context.Background(), x.Overrides(seed))
+				if err != nil {
+					t.Fatal(err)
+				}
+				right[c] = true
+			}
+			for c := range right {
+				out = append(out, choiceGate{"exercise " + x.ID, x.FenceLine, x.Choices[c-1], without(x.Choices, c-1)})
+			}
+		}
 	}
 	return out
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // exerciseKeys are the keys an exercise block may hold.
-var exerciseKeys = []string{"kind", "title", "question", "unit", "hints", "explain", "choices", "correct",
+var exerciseKeys = []string{"kind", "title", "question", "unit", "hints", "explain", "choices", "correct", "correct_when",
 	"model_answer", "block", "variant", "set", "metric", "call", "tolerance", "vary", "expect", "rubric", "pass", "worked"}
 
 // ReadExercises reads the lab at path and its exercises.
@@ -87,7 +87,7 @@ func (l *Lab) parseExercise(id string, line, fenceLine int, src []byte, lab *nam
 	x.lines = keyLines(src)
 	r := &exerciseReader{l: l, x: x, doc: doc, names: lab}
 	// In this order: an error names the first problem as a reader meets it.
-	for _, step := range []func() error{r.keys, r.texts, r.rubric, r.kindKeys, r.block, r.set, r.vary, r.call, r.number, r.scenarios, r.placeholders, r.expects} {
+	for _, step := range []func() error{r.keys, r.texts, r.rubric, r.kindKeys, r.block, r.set, r.vary, r.call, r.number, r.correctWhen, r.scenarios, r.placeholders, r.expects} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -236,7 +236,7 @@ func (r *exerciseReader) texts() error {
 // kindKeys refuses keys of another kind, and reads a choice's answer.
 func (r *exerciseReader) kindKeys() error {
 	x, doc := r.x, r.doc
-	only := map[string]ExerciseKind{"choices": "choice", "correct": "choice", "model_answer": "explain", "rubric": "explain", "pass": "explain",
+	only := map[string]ExerciseKind{"choices": "choice", "correct": "choice", "correct_when": "choice", "model_answer": "explain", "rubric": "explain", "pass": "explain",
 		"metric": "number", "call": "number", "tolerance": "number", "unit": "number"}
 	for k, kind := range only {
 		if _, ok := doc[k]; ok && x.Kind != kind {
@@ -253,6 +253,15 @@ func (r *exerciseReader) kindKeys() error {
 	if x.Kind == "choice" {
 		if len(x.Choices) < 2 {
 			return r.fail("choices", "a choice needs at least 2 choices")
+		}
+		if _, ok := doc["correct_when"]; ok {
+			if _, both := doc["correct"]; both {
+				return r.fail("correct", "correct and correct_when: write one (correct_when computes the right choice)")
+			}
+			if x.Block == "" {
+				return r.fail("correct_when", "correct_when needs block = \"…\" (the ```sim block whose run decides)")
+			}
+			return nil
 		}
 		c, ok := toInt(doc["correct"])
 		if !ok || c < 1 || c > len(x.Choices) {
@@ -384,6 +393,33 @@ func (r *exerciseReader) number() error {
 	}
 	if x.metric, err = x.bindMetric(x.Metric); err != nil {
 		return r.fail("metric", "metric %q: %v", x.Metric, err)
+	}
+	return nil
+}
+
+// correctWhen reads a computed choice's expectations, one per choice, and
+// binds their names as a number's metric is bound.
+func (r *exerciseReader) correctWhen() error {
+	x := r.x
+	v, ok := r.doc["correct_when"]
+	if !ok {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) != len(x.Choices) {
+		return r.fail("correct_when", `correct_when: want a list of %d expectations, one per choice ("" for a choice never right), e.g. ["errors > 0", "errors == 0"]`, len(x.Choices))
+	}
+	var texts []string
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return r.fail("correct_when", "correct_when[%d]: want a string", i)
+		}
+		texts = append(texts, s)
+	}
+	var err error
+	if x.CorrectWhen, x.correctWhen, err = x.bindCorrectWhen(texts); err != nil {
+		return r.fail("correct_when", "%v", err)
 	}
 	return nil
 }
