@@ -462,3 +462,85 @@ func labPages(t *testing.T) []labPage {
 	}
 	return out
 }
+
+// explainLeaks lists the sentences of a page above its explain exercises
+// that say a sentence of the exercise's model answer: three quarters or
+// more of its content words (six or more of them). The lesson above an
+// explain question teaches its ideas, so a sentence may share its terms;
+// one that says the model answer's sentence leaves nothing to explain.
+func explainLeaks(t *testing.T, file string, src []byte) []string {
+	t.Helper()
+	l, err := Parse(file, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, err := l.Exercises()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := sentences(prose(file, string(src)))
+	var out []string
+	for _, x := range xs {
+		if x.Kind != KindExplain || x.ModelAnswer == "" {
+			continue
+		}
+		for _, ms := range sentences([]proseLine{{file, x.FenceLine, x.ModelAnswer}}) {
+			want := contentWords(ms.text)
+			if len(want) < 6 {
+				continue
+			}
+			for _, s := range all {
+				if s.line >= x.FenceLine {
+					break
+				}
+				if share(want, contentWords(s.text)) >= 0.75 {
+					out = append(out, fmt.Sprintf("%s:%d: says the model answer of exercise %s before it is asked: %q (answer: %q)", file, s.line, x.ID, s.text, ms.text))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestNoExplainGivenAway: no English page says a sentence of an explain
+// exercise's model answer above the question (the Korean pages translate
+// the same text; see TestNoChoiceGivenAway).
+func TestNoExplainGivenAway(t *testing.T) {
+	for _, pg := range labPages(t) {
+		if strings.HasSuffix(pg.path, ".ko.md") {
+			continue
+		}
+		for _, leak := range explainLeaks(t, pg.path, pg.src) {
+			t.Error(leak)
+		}
+	}
+}
+
+// TestExplainGiveAwayCaught: a sentence of the PHP pools lab's model
+// answer for idle-pause, put in its lead, is caught.
+func TestExplainGiveAwayCaught(t *testing.T) {
+	const file = "../../labs/php-persistent-pools.md"
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Parse(file, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, err := l.Exercises()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ""
+	for _, x := range xs {
+		if x.ID == "idle-pause" {
+			first = sentences([]proseLine{{file, 1, x.ModelAnswer}})[0].text
+		}
+	}
+	i := strings.Index(string(src), "\n+++\n") + len("\n+++\n")
+	bad := string(src[:i]) + "\n" + first + "\n" + string(src[i:])
+	if got := explainLeaks(t, file, []byte(bad)); len(got) == 0 {
+		t.Errorf("a lead that says the model answer (%q) was not caught", first)
+	}
+}
