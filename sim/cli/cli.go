@@ -36,7 +36,7 @@ type command struct {
 func commands() []*command {
 	return []*command{
 		runCommand(), labCommand(), paramsCommand(), schemaCommand(), exerciseCommand(),
-		validateCommand(), upstreamCommand(), serveCommand(),
+		validateCommand(), upstreamCommand(), serveCommand(), importCommand(),
 	}
 }
 
