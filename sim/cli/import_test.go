@@ -80,6 +80,7 @@ func TestImportErrors(t *testing.T) {
 	f, _ := os.Create(big)
 	f.Truncate(50<<20 + 1)
 	f.Close()
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("hello"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -89,6 +90,7 @@ func TestImportErrors(t *testing.T) {
 		{[]string{"import", filepath.Join(dir, "none.har")}, "no such file"},
 		{[]string{"import", "--format", "pcap", bad}, "--format: unknown format \"pcap\""},
 		{[]string{"import"}, "takes one FILE"},
+		{[]string{"import", filepath.Join(dir, "notes.txt")}, "sim import: " + filepath.Join(dir, "notes.txt") + ": unknown format: the input does not start"},
 	} {
 		_, errs, code := runSim(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) {

@@ -95,16 +95,19 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
+	// "har entry 3: ", "curl input: "; nothing when neither is known
+	// (the caller names the file).
 	if e.Format != "" {
 		b.WriteString(string(e.Format))
 		b.WriteByte(' ')
+		if e.Where == "" {
+			b.WriteString("input: ")
+		}
 	}
 	if e.Where != "" {
 		b.WriteString(e.Where)
-	} else {
-		b.WriteString("input")
+		b.WriteString(": ")
 	}
-	b.WriteString(": ")
 	if e.Field != "" {
 		b.WriteString(e.Field)
 		b.WriteString(": ")
