@@ -117,3 +117,56 @@ func TestUpstreamTakesOpenSSLKeyShare(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamResumesTLS12ByTicketOnly: with tickets on, the upstream
+// (Go's crypto/tls, which keeps no session IDs) resumes a TLS 1.2 session
+// after it has closed the first connection idle, but only for a client
+// that asks for a ticket. libcurl with OpenSSL never asks (curl's
+// lib/vtls/openssl.c sets SSL_OP_NO_TICKET), which is why the php setups'
+// real runs make a full TLS 1.2 handshake on every new connection
+// (roles.curlTimers); the client that sets SessionTicketsDisabled here
+// stands for it.
+func TestUpstreamResumesTLS12ByTicketOnly(t *testing.T) {
+	certs, err := pki.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pki.CAPool(certs.CAPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tickets, clientAsks, want bool
+	}{{true, true, true}, {true, false, false}, {false, true, false}} {
+		up, err := StartUpstream("", UpstreamConfig{TLS: sim.TLS12, Cert: sim.CertRSA2048, Tickets: c.tickets, KeepaliveTimeout: 100 * time.Millisecond}, certs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &tls.Config{ServerName: pki.APIHost, RootCAs: pool, MaxVersion: tls.VersionTLS12,
+			ClientSessionCache: tls.NewLRUClientSessionCache(4), SessionTicketsDisabled: !c.clientAsks}
+		var resumed []bool
+		for range 2 {
+			tc, err := tls.Dial("tcp", up.Addr(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resumed = append(resumed, tc.ConnectionState().DidResume)
+			// Send a request and wait for the upstream's idle close (EOF),
+			// as after the lab's pause.
+			tc.Write([]byte("GET / HTTP/1.1\r\nHost: " + pki.APIHost + "\r\n\r\n"))
+			tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 64<<10)
+			for err == nil {
+				_, err = tc.Read(buf)
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("the upstream did not close the idle connection")
+			}
+			tc.Close()
+		}
+		up.Close()
+		if resumed[0] || resumed[1] != c.want {
+			t.Errorf("tickets %v, client asks for one %v: resumed %v, want [false %v]", c.tickets, c.clientAsks, resumed, c.want)
+		}
+	}
+}
