@@ -51,12 +51,14 @@ var knownDifferences = map[string]struct {
 	en, ko string
 }{
 	// The model resumes the TLS session after the pause; every real run
-	// made a full TLS 1.2 handshake (roles.curlTimers: libcurl never
-	// resumed with the harness's upstream, cause not found).
+	// makes a full TLS 1.2 handshake (roles.curlTimers): libcurl asks for
+	// no tickets (SSL_OP_NO_TICKET), and Go's crypto/tls keeps no session
+	// IDs (servers.TestUpstreamResumesTLS12ByTicketOnly,
+	// phpwasm.TestTLS12ResumptionNeedsSessionIDs).
 	"php-persistent-pools/idle/pause-80s": {
 		apply: func(s *sim.Scenario) { s.TLSResume = false },
-		en:    "libcurl made a full TLS 1.2 handshake on every new connection",
-		ko:    "새 연결마다 전체 TLS 1.2 핸드셰이크를 했고",
+		en:    "libcurl asks for no tickets (`SSL_OP_NO_TICKET` in curl's `openssl.c`)",
+		ko:    "libcurl은 세션 티켓을 요청하지 않고",
 	},
 }
 

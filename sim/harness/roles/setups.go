@@ -116,14 +116,17 @@ func curlTimers(s *sim.Scenario) []string {
 		notes = append(notes, fmt.Sprintf("max_lifetime %s→0s (libcurl before 8.17 keeps a connection for any time)", sim.FormatDuration(s.MaxLifetime)))
 		s.MaxLifetime = 0
 	}
-	// libcurl has not resumed a TLS 1.2 session with this upstream in any
-	// try (curl 7.88.1's command line, PHP 8.2 with it, PHP 8.5 with
-	// 7.69.1: a new connection after a closed one makes a full handshake,
-	// no "SSL re-using session ID"), though openssl s_client resumes there
-	// and curl resumes with openssl s_server. The cause is not found; the
-	// run is made of what happens.
+	// libcurl with OpenSSL asks for no TLS 1.2 session ticket (curl's
+	// lib/vtls/openssl.c has set SSL_OP_NO_TICKET since 7.19.4, and still
+	// does in 8.21: its ClientHello has no session_ticket extension), so it
+	// resumes TLS 1.2 only by session ID, which needs the server to keep
+	// them: nginx does with ssl_session_cache (default none), Go's
+	// crypto/tls, this upstream, never. So every new connection here makes
+	// a full TLS 1.2 handshake, server's idle close or not
+	// (phpwasm.TestTLS12ResumptionNeedsSessionIDs). TLS 1.3 resumes: its
+	// tickets need no extension.
 	if s.TLSResume && s.TLS == sim.TLS12 {
-		notes = append(notes, "tls_resume true→false: libcurl makes a full TLS 1.2 handshake on every new connection to this upstream")
+		notes = append(notes, "tls_resume true→false: libcurl asks for no TLS 1.2 tickets (SSL_OP_NO_TICKET) and this Go upstream keeps no session IDs")
 		s.TLSResume = false
 	}
 	if len(notes) == 0 {

@@ -472,8 +472,9 @@ async function warmCalls(w, rounds) {
   // costs PHP here is the model's drop_cpu.
   dropper ??= await dropTarget();
   const tls = s.TLS !== 'none';
-  // libcurl resumes TLS 1.3 sessions with the upstream (not TLS 1.2's:
-  // the harness turns tls_resume off there), so what a resumed handshake
+  // libcurl resumes TLS 1.3 sessions with the upstream (not TLS 1.2's: it
+  // asks for no TLS 1.2 tickets, and Go's server keeps no session IDs; the
+  // harness turns tls_resume off there), so what a resumed handshake
   // costs PHP here is measured too: the model's resume_cpu.
   const resume = s.TLS === '1.3' && s.TLSResume && !!php.warm_upstream;
   if (tls) w.writeFile('/connlab/warm-ca.pem', Buffer.from(target.ca, 'base64'));
