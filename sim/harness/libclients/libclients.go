@@ -65,6 +65,10 @@ type Spec struct {
 	Threads     int // concurrency: threads calling at once, from 1
 	Calls       int // calls in all, claimed one at a time by the threads
 	PoolMaxsize int // ModeSessionPool's pool_maxsize
+	// Bursts makes the threads meet before each of their calls: the calls
+	// in flight rise from none to Threads at once, Calls/Threads times.
+	// Without it each thread calls again as soon as its call ends.
+	Bursts bool
 	// CallTimeout is each call's timeout (requests' timeout=); 0: 30 s.
 	CallTimeout time.Duration
 	// Timeout bounds the whole run; 0: DefaultTimeout.
@@ -185,6 +189,9 @@ func (s *Spec) check() error {
 	if s.Calls < 0 || s.Calls > MaxCalls {
 		return fmt.Errorf("libclients: calls %d: want 0 to %d", s.Calls, MaxCalls)
 	}
+	if s.Bursts && s.Calls%s.Threads != 0 {
+		return fmt.Errorf("libclients: bursts: calls %d are not a multiple of threads %d", s.Calls, s.Threads)
+	}
 	if s.CallTimeout < 0 || s.Timeout < 0 {
 		return errors.New("libclients: negative timeout")
 	}
@@ -220,6 +227,9 @@ func RunPython(ctx context.Context, s Spec) (Result, error) {
 		"--timeout", strconv.FormatFloat(callTimeout.Seconds(), 'f', -1, 64)}
 	if s.CAFile != "" {
 		args = append(args, "--ca", s.CAFile)
+	}
+	if s.Bursts {
+		args = append(args, "--bursts")
 	}
 	if s.Mode == ModeSessionPool {
 		args = append(args, "--pool-maxsize", strconv.Itoa(s.PoolMaxsize))

@@ -145,10 +145,12 @@ func TestOneThread(t *testing.T) {
 	}
 }
 
-// TestSharedSession: 20 threads share a Session. With the default pool
-// (pool_maxsize 10) more than 10 connections open and urllib3 discards
-// the extra ones ("Connection pool is full"); with pool_maxsize 20, no
-// more than 20 open and none is discarded.
+// TestSharedSession: 20 threads share a Session, each calling again as
+// soon as its call ends. With the default pool (pool_maxsize 10) more than
+// 10 connections open and urllib3 discards the extra ones ("Connection
+// pool is full"); with pool_maxsize 20, no more than 20 open and none is
+// discarded. (Measured: the discards come as the load falls at the end,
+// not during the run; TestBursts shows the churn.)
 func TestSharedSession(t *testing.T) {
 	// 20 ms of RTT makes each call long enough that the 20 threads are in
 	// flight together (Python's GIL otherwise lets some calls end before
@@ -163,8 +165,8 @@ func TestSharedSession(t *testing.T) {
 				srv, url, ca, _ := upstream(t, 20*time.Millisecond)
 				res := run(t, Spec{Python: py, URL: url, CAFile: ca, Mode: tc.mode, PoolMaxsize: tc.maxsize, Threads: threads, Calls: calls})
 				acc, reqs := srv.Upstream.Stats()
-				t.Logf("%s, %s pool_maxsize %d, %d threads, %d calls: opened %d connections (upstream accepted %d), %d pool-full warnings",
-					res.Versions, tc.mode, tc.maxsize, threads, calls, res.Connects, acc, res.PoolFull)
+				t.Logf("%s, %s pool_maxsize %d, %d threads, %d calls: opened %d connections (upstream accepted %d), %d pool-full warnings, %d of them for a connection last used in the last %d calls",
+					res.Versions, tc.mode, tc.maxsize, threads, calls, res.Connects, acc, res.PoolFull, lastUsedAtEnd(&res, threads), threads)
 				// Exact: what the library decides.
 				if res.Opened() != res.Connects || acc != res.Connects || reqs != calls {
 					t.Errorf("opened %d, connects %d, upstream accepted %d and served %d", res.Opened(), res.Connects, acc, reqs)
@@ -187,6 +189,66 @@ func TestSharedSession(t *testing.T) {
 				// Bounded: how many calls overlap is the machine's timing.
 				if res.Connects <= tc.maxsize || res.PoolFull < 1 {
 					t.Errorf("pool_maxsize %d, %d threads: %d connections, %d warnings; want > %d, ≥ 1", tc.maxsize, threads, res.Connects, res.PoolFull, tc.maxsize)
+				}
+			}
+		})
+	}
+}
+
+// lastUsedAtEnd counts the discarded connections whose last call was
+// among the run's last n.
+func lastUsedAtEnd(res *Result, n int) int {
+	last := map[int]int{}
+	for i, e := range res.Events {
+		last[e.Conn] = i
+	}
+	k := 0
+	for _, c := range res.Discarded {
+		if last[c] >= len(res.Events)-n {
+			k++
+		}
+	}
+	return k
+}
+
+// TestBursts: 20 threads share a Session and call in bursts (all at
+// once, then none). With the default pool each burst after the first
+// finds only pool_maxsize connections kept, opens the rest again, and
+// discards them after: the churn. With pool_maxsize 20 the first burst's
+// connections serve them all.
+func TestBursts(t *testing.T) {
+	const threads, bursts = 20, 5
+	for _, py := range interpreters(t) {
+		t.Run(py, func(t *testing.T) {
+			for _, tc := range []struct {
+				mode    Mode
+				maxsize int
+			}{{ModeSession, 10}, {ModeSessionPool, 20}} {
+				srv, url, ca, _ := upstream(t, 20*time.Millisecond)
+				res := run(t, Spec{Python: py, URL: url, CAFile: ca, Mode: tc.mode, PoolMaxsize: tc.maxsize,
+					Threads: threads, Calls: threads * bursts, Bursts: true})
+				acc, _ := srv.Upstream.Stats()
+				t.Logf("%s, %s pool_maxsize %d, %d bursts of %d calls: opened %d connections (upstream accepted %d), %d pool-full warnings",
+					res.Versions, tc.mode, tc.maxsize, bursts, threads, res.Connects, acc, res.PoolFull)
+				if acc != res.Connects || res.Opened() != res.Connects || len(res.Discarded) != res.PoolFull {
+					t.Errorf("connects %d, opened %d, upstream accepted %d, %d discarded ids for %d warnings",
+						res.Connects, res.Opened(), acc, len(res.Discarded), res.PoolFull)
+				}
+				if kept := res.Connects - res.PoolFull; kept < 1 || kept > tc.maxsize {
+					t.Errorf("%d connections opened, %d discarded: %d kept, want 1 to %d", res.Connects, res.PoolFull, kept, tc.maxsize)
+				}
+				if tc.maxsize >= threads {
+					if res.Connects > threads || res.PoolFull != 0 {
+						t.Errorf("pool_maxsize %d: %d connections, %d warnings; want ≤ %d, 0", tc.maxsize, res.Connects, res.PoolFull, threads)
+					}
+					continue
+				}
+				// If every burst has all its calls in flight at once, each
+				// opens threads-maxsize again (60 and 50 here); how many
+				// overlap is the machine's timing, so: more than one burst's.
+				if res.Connects <= threads || res.PoolFull <= threads-tc.maxsize {
+					t.Errorf("pool_maxsize %d: %d connections, %d warnings; want > %d, > %d (churn after the first burst)",
+						tc.maxsize, res.Connects, res.PoolFull, threads, threads-tc.maxsize)
 				}
 			}
 		})
@@ -380,6 +442,7 @@ func TestSpecChecks(t *testing.T) {
 		{func(s *Spec) { s.Mode = "pool" }, `mode "pool"`},
 		{func(s *Spec) { s.Mode = ModeSessionPool }, "pool_maxsize 0"},
 		{func(s *Spec) { s.Threads = 0 }, "threads 0"},
+		{func(s *Spec) { s.Threads, s.Calls, s.Bursts = 2, 3, true }, "not a multiple"},
 		{func(s *Spec) { s.Calls = MaxCalls + 1 }, "calls 100001"},
 		{func(s *Spec) { s.Python = "/nonexistent/python3" }, "apt-get install python3-requests"},
 	} {

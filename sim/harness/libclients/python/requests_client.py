@@ -14,6 +14,11 @@ and prints JSON lines on stdout:
                                AppendJSON (sim/event.go), as each call ends
   {"summary": {...}}           last: calls, connects, pool_full warnings
 
+With --bursts the threads meet before each of their calls, so that the
+calls in flight rise from none to THREADS at once and fall back, as bursts
+of requests do; without it, each thread calls again as soon as its call
+ends, and the calls in flight stay near THREADS until the last ones.
+
 Only the standard library and requests (with the urllib3 it brings).
 
 Which internals of urllib3 this relies on (read in urllib3 1.26.12,
@@ -201,10 +206,14 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--calls", type=int, default=1, help="calls in all")
     p.add_argument("--pool-maxsize", type=int, default=10, help="session-pool's pool_maxsize")
+    p.add_argument("--bursts", action="store_true",
+                   help="the threads meet before each call (CALLS must be a multiple of THREADS)")
     p.add_argument("--timeout", type=float, default=30.0, help="each call's timeout, seconds")
     a = p.parse_args()
     if a.threads < 1 or a.calls < 0 or a.pool_maxsize < 1:
         p.error("--threads and --pool-maxsize must be at least 1, --calls at least 0")
+    if a.bursts and a.calls % a.threads:
+        p.error("--bursts: --calls must be a multiple of --threads")
 
     _emit({"versions": {"python": platform.python_version(), "requests": requests.__version__,
                         "urllib3": urllib3.__version__}})
@@ -228,14 +237,24 @@ def main():
     claim_lock = threading.Lock()
     barrier = threading.Barrier(a.threads)
 
+    def claim():
+        with claim_lock:
+            if claimed[0] >= a.calls:
+                return 0
+            claimed[0] += 1
+            return claimed[0]
+
     def worker(w):
+        if a.bursts:
+            for _ in range(a.calls // a.threads):
+                barrier.wait()  # the burst starts when every thread is back
+                one_call(claim(), w, do)
+            return
         barrier.wait()  # every thread starts at once: the concurrency is real
         while True:
-            with claim_lock:
-                if claimed[0] >= a.calls:
-                    return
-                claimed[0] += 1
-                n = claimed[0]
+            n = claim()
+            if n == 0:
+                return
             one_call(n, w, do)
 
     threads = [threading.Thread(target=worker, args=(w + 1,), daemon=True) for w in range(a.threads)]
