@@ -143,6 +143,15 @@ type PhaseRow = runsvc.PhaseRow
 // compared instead.
 const MixedNote = "median of about as many new-connection calls as reused ones: it falls between the two groups; compared by kind"
 
+// FewCallsNote marks the median of a phase over four calls or fewer of
+// both kinds: it is the midpoint of two of them, one of which may be of the
+// other kind, or the first call after a pause, which was 1.6 to 7 ms slower
+// than the other reused calls in real PHP runs of the pools lab's idle
+// block (a cost the model does not have; its cause is not pinned down);
+// nothing averages either away. The by-kind rows, each the median of its
+// own calls, are compared instead.
+const FewCallsNote = "median of four calls or fewer of both kinds: the midpoint of two unlike calls; compared by kind"
+
 // ComparePhases compares the medians of curl's five phases and, when the
 // model has calls of both kinds, the totals of calls on new connections and
 // on reused ones. A phase may differ from the model by the larger of
@@ -191,8 +200,11 @@ func ComparePhases(model, measured *sim.Summary, tol Tolerance) []PhaseRow {
 		if p.mo.P50 != 0 {
 			r.ErrorPct = math.Round(1000*diff/p.mo.P50) / 10
 		}
-		if p.mixed && halfAndHalf {
+		switch {
+		case p.mixed && halfAndHalf:
 			r.OK, r.ToleranceMS, r.OneCallMS, r.Note = true, 0, 0, MixedNote
+		case p.mixed && both && measured.Calls <= 4 && measured.Connects > 0 && measured.Reused > 0:
+			r.OK, r.ToleranceMS, r.OneCallMS, r.Note = true, 0, 0, FewCallsNote
 		}
 		rows = append(rows, r)
 	}
